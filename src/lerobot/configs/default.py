@@ -1,0 +1,57 @@
+"""Settings of the evaluation loop itself, shared by `lerobot-eval` and in-training evaluation."""
+
+import math
+import os
+from dataclasses import dataclass
+
+from lerobot.utils.errors import ConfigError
+
+MAX_AUTO_BATCH_SIZE = 64
+
+
+def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
+    """Number of parallel envs when `--eval.batch_size=0`.
+
+    One simulator worker per core keeps every core busy, but the main process needs room for
+    policy inference and video encoding, hence 70% of the cores. Never more envs than
+    episodes, and a cap of 64 so a big server does not start hundreds of GL contexts.
+    """
+    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    by_cpu = max(1, math.floor(cores * 0.7))
+    return max(1, min(by_cpu, n_episodes, MAX_AUTO_BATCH_SIZE))
+
+
+@dataclass
+class EvalConfig:
+    n_episodes: int = 50
+    """Episodes per task."""
+    batch_size: int = 0
+    """Envs stepped in parallel per task; 0 = auto: min(floor(0.7 x CPU cores), n_episodes, 64).
+    A value above n_episodes is clamped to it."""
+    use_async_envs: bool = True
+    """Step envs in worker processes; ignored (synchronous) when the batch has one env."""
+    max_episodes_rendered: int = 10
+    """Videos written per task: the first N episodes of each task."""
+    continuous_batching: bool = True
+    """Start the next pending episode in a slot as soon as its episode ends, instead of waiting
+    for the whole batch. Per-episode results are identical either way."""
+
+    def __post_init__(self) -> None:
+        if self.n_episodes <= 0:
+            raise ConfigError(f"--eval.n_episodes={self.n_episodes}: must be a positive integer")
+        if self.batch_size < 0:
+            raise ConfigError(f"--eval.batch_size={self.batch_size}: must be 0 (auto) or a positive integer")
+        if self.max_episodes_rendered < 0:
+            raise ConfigError(f"--eval.max_episodes_rendered={self.max_episodes_rendered}: must be 0 or more")
+
+    @property
+    def resolved_batch_size(self) -> int:
+        """The number of envs actually used: auto when 0, never more than n_episodes."""
+        if self.batch_size == 0:
+            return auto_batch_size(self.n_episodes)
+        return min(self.batch_size, self.n_episodes)
+
+    @property
+    def resolved_use_async(self) -> bool:
+        """Worker processes only pay off with more than one env."""
+        return self.use_async_envs and self.resolved_batch_size > 1

@@ -1,0 +1,284 @@
+"""A vector env built for evaluation: lazy workers, per-slot reset and step, no auto-reset.
+
+Gymnasium's vector envs step every sub-env on every call and reset finished ones with a seed
+of their own choosing. An evaluation needs the opposite: each episode is bound to a seed
+(start_seed + episode index), a finished slot must stay idle or start a specific next episode,
+and no simulator or worker process may exist before the task is actually evaluated. This
+class keeps the standard `VectorEnv` API (`reset`, `step`, `call`, `close`) for callers that
+want it and adds `reset_at` / `step_at` / `render_at` for the rollout loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing as mp
+import signal
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector.utils import batch_space
+
+logger = logging.getLogger(__name__)
+
+EnvFactory = Callable[[], gym.Env]
+
+
+class EnvWorkerError(RuntimeError):
+    """A sub-env raised, or its worker process died; the message names the env index."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one sub-env returned for one step (and its frame when one was asked for)."""
+
+    observation: Any
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict
+    frame: np.ndarray | None = None
+
+
+def _run_command(env: gym.Env, command: str, payload: Any) -> Any:
+    """Execute one command on a sub-env; shared by the in-process and worker backends."""
+    if command == "reset":
+        seed, options = payload
+        return env.reset(seed=seed, options=options)
+    if command == "step":
+        action, want_frame = payload
+        obs, reward, terminated, truncated, info = env.step(action)
+        frame = env.render() if want_frame else None
+        return StepResult(obs, float(reward), bool(terminated), bool(truncated), info, frame)
+    if command == "render":
+        return env.render()
+    if command == "call":
+        name, args, kwargs = payload
+        attr = getattr(env, name)
+        return attr(*args, **kwargs) if callable(attr) else attr
+    raise ValueError(f"unknown env command {command!r}")
+
+
+def _worker_main(conn, env_fn: EnvFactory) -> None:
+    """Serve commands for one sub-env until told to close or the parent goes away."""
+    # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    env = None
+    try:
+        env = env_fn()
+        while True:
+            try:
+                command, payload = conn.recv()
+            except EOFError:
+                return
+            if command == "close":
+                conn.send(("ok", None))
+                return
+            try:
+                conn.send(("ok", _run_command(env, command, payload)))
+            except Exception as exc:  # sent to the parent, which raises it with the env index
+                conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    finally:
+        if env is not None:
+            env.close()
+
+
+class _InProcessSlot:
+    """A sub-env living in this process; created on its first command."""
+
+    def __init__(self, env_fn: EnvFactory):
+        self._env_fn = env_fn
+        self._env: gym.Env | None = None
+        self._reply: tuple[str, Any] | None = None
+
+    def send(self, command: str, payload: Any = None) -> None:
+        if self._env is None:
+            self._env = self._env_fn()
+        try:
+            self._reply = ("ok", _run_command(self._env, command, payload))
+        except Exception as exc:
+            self._reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+    def recv(self) -> tuple[str, Any]:
+        reply, self._reply = self._reply, None
+        return reply
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+
+class _WorkerSlot:
+    """A sub-env living in its own worker process, spoken to over a pipe."""
+
+    def __init__(self, env_fn: EnvFactory, context: mp.context.BaseContext):
+        self._conn, child_conn = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child_conn, env_fn), daemon=True)
+        self.process.start()
+        child_conn.close()
+
+    def send(self, command: str, payload: Any = None) -> None:
+        # A dead worker is reported by recv(), with its exit code.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+            self._conn.send((command, payload))
+
+    def recv(self) -> tuple[str, Any]:
+        try:
+            return self._conn.recv()
+        except (EOFError, ConnectionResetError, OSError):
+            self.process.join(timeout=1.0)
+            return ("died", f"worker process exited with code {self.process.exitcode}")
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            self.send("close")
+            if self._conn.poll(5.0):
+                with contextlib.suppress(EOFError, OSError):
+                    self._conn.recv()
+            self.process.join(timeout=5.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5.0)
+        self._conn.close()
+
+
+class LazyVectorEnv(gym.vector.VectorEnv):
+    """`num_envs` copies of one task, started on first use and closed with `close()`.
+
+    Spaces are given by the caller, so that knowing them never builds a simulator. With
+    `use_async=True` every sub-env lives in its own process, started with `forkserver` so no
+    worker inherits the parent's threads or GL state; the simulator itself is created inside
+    the worker on first reset (the env classes are lazy too).
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[EnvFactory],
+        single_observation_space: gym.Space,
+        single_action_space: gym.Space,
+        use_async: bool = False,
+        context: str = "forkserver",
+        metadata: dict | None = None,
+    ):
+        if not env_fns:
+            raise ValueError("LazyVectorEnv needs at least one env factory")
+        self.env_fns = list(env_fns)
+        self.num_envs = len(self.env_fns)
+        self.use_async = use_async and self.num_envs > 1
+        self.context = context
+        self.single_observation_space = single_observation_space
+        self.single_action_space = single_action_space
+        self.observation_space = batch_space(single_observation_space, self.num_envs)
+        self.action_space = batch_space(single_action_space, self.num_envs)
+        self.metadata = {"autoreset_mode": None, **(metadata or {})}
+        self._slots: list[_InProcessSlot | _WorkerSlot] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._slots is not None
+
+    def _ensure_started(self) -> list[_InProcessSlot | _WorkerSlot]:
+        if self._slots is None:
+            if self.use_async:
+                ctx = mp.get_context(self.context)
+                self._slots = [_WorkerSlot(fn, ctx) for fn in self.env_fns]
+            else:
+                self._slots = [_InProcessSlot(fn) for fn in self.env_fns]
+        return self._slots
+
+    def _broadcast(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
+        """Send one command to several sub-envs, then gather their replies in order."""
+        slots = self._ensure_started()
+        for env_id, payload in zip(env_ids, payloads, strict=True):
+            slots[env_id].send(command, payload)
+        replies = [slots[env_id].recv() for env_id in env_ids]
+        for env_id, (status, value) in zip(env_ids, replies, strict=True):
+            if status != "ok":
+                raise EnvWorkerError(f"env {env_id} failed during {command}: {value}")
+        return [value for _, value in replies]
+
+    # --- per-slot API used by the rollout loop -------------------------------------------
+    def reset_at(
+        self, env_ids: Sequence[int], seeds: Sequence[int | None], options: dict | None = None
+    ) -> list[tuple[Any, dict]]:
+        return self._broadcast(env_ids, "reset", [(seed, options) for seed in seeds])
+
+    def step_at(
+        self, env_ids: Sequence[int], actions: Sequence[np.ndarray], render_ids: Sequence[int] = ()
+    ) -> list[StepResult]:
+        """Step only `env_ids`; those also in `render_ids` render a frame in their own worker."""
+        wanted = set(render_ids)
+        payloads = [(action, env_id in wanted) for env_id, action in zip(env_ids, actions, strict=True)]
+        return self._broadcast(env_ids, "step", payloads)
+
+    def render_at(self, env_ids: Sequence[int]) -> list[np.ndarray]:
+        return self._broadcast(env_ids, "render", [None] * len(env_ids))
+
+    # --- standard VectorEnv API ----------------------------------------------------------
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
+        if seed is None or isinstance(seed, int):
+            seeds = [None if seed is None else seed + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+        results = self.reset_at(range(self.num_envs), seeds, options)
+        return stack_observations([obs for obs, _ in results]), _stack_infos([i for _, i in results])
+
+    def step(self, actions):
+        """Step every sub-env. There is no auto-reset: finished envs must be reset by the caller."""
+        results = self.step_at(range(self.num_envs), list(actions))
+        return (
+            stack_observations([r.observation for r in results]),
+            np.array([r.reward for r in results], dtype=np.float64),
+            np.array([r.terminated for r in results], dtype=bool),
+            np.array([r.truncated for r in results], dtype=bool),
+            _stack_infos([r.info for r in results]),
+        )
+
+    def render(self) -> tuple[np.ndarray, ...]:
+        return tuple(self.render_at(range(self.num_envs)))
+
+    def call(self, name: str, *args, **kwargs) -> tuple:
+        return tuple(self._broadcast(range(self.num_envs), "call", [(name, args, kwargs)] * self.num_envs))
+
+    def get_attr(self, name: str) -> tuple:
+        return self.call(name)
+
+    def close(self, **kwargs) -> None:
+        """Stop every worker (or close every in-process env); the env can be started again."""
+        if self._slots is None:
+            return
+        for slot in self._slots:
+            try:
+                slot.close()
+            except Exception:  # closing must go on for the other slots
+                logger.exception("failed to close a sub-env")
+        self._slots = None
+
+    def __del__(self):
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def stack_observations(observations: Sequence[Any]) -> Any:
+    """Stack per-env observations (arrays or nested dicts of arrays) along a new first axis."""
+    first = observations[0]
+    if isinstance(first, dict):
+        return {key: stack_observations([obs[key] for obs in observations]) for key in first}
+    return np.stack([np.asarray(obs) for obs in observations])
+
+
+def _stack_infos(infos: Sequence[dict]) -> dict:
+    """Gymnasium-style vector info: one array per key plus a `_key` presence mask."""
+    keys = {key for info in infos for key in info}
+    stacked: dict[str, Any] = {}
+    for key in sorted(keys):
+        present = np.array([key in info for info in infos])
+        values = [info.get(key) for info in infos]
+        stacked[key] = np.array(values, dtype=object if not all(present) else None)
+        stacked[f"_{key}"] = present
+    return stacked

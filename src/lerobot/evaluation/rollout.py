@@ -1,0 +1,227 @@
+"""The rollout loop: one batched policy call per step, each episode bound to its seed.
+
+Env slot i of the vector env is batch row i of the policy. A slot runs one episode at a time;
+when it ends, the slot takes the next pending episode (continuous batching) and the policy
+forgets that row only. Because episode e always starts from seed start_seed + e with a freshly
+reset policy row, per-episode results do not depend on the batch size, on sync or async
+workers, or on whether slots are refilled.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, StepResult, stack_observations
+from lerobot.evaluation.video import EpisodeVideo
+from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.processor.observation import observation_to_batch, task_strings
+from lerobot.utils.constants import ENV_TASK, TASK
+from lerobot.utils.device import policy_device
+
+logger = logging.getLogger(__name__)
+
+BatchHook = Callable[[dict[str, Any]], dict[str, Any]]
+ActionHook = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """What one finished episode produced."""
+
+    episode_index: int
+    seed: int
+    success: bool
+    """Succeeded at any step before the episode ended."""
+    success_at_end: bool
+    """Succeeded at the last step."""
+    sum_reward: float
+    max_reward: float
+    n_steps: int
+    wall_s: float
+    video_path: str | None = None
+
+
+@dataclass
+class _RunningEpisode:
+    index: int
+    seed: int
+    started_at: float = field(default_factory=time.perf_counter)
+    sum_reward: float = 0.0
+    max_reward: float = -math.inf
+    n_steps: int = 0
+    success: bool = False
+    success_at_end: bool = False
+    video: EpisodeVideo | None = None
+
+    def record(self, step: StepResult) -> None:
+        success_now = bool(step.info.get("is_success", False))
+        self.sum_reward += step.reward
+        self.max_reward = max(self.max_reward, step.reward)
+        self.n_steps += 1
+        self.success = self.success or success_now
+        self.success_at_end = success_now
+        if self.video is not None and step.frame is not None:
+            self.video.add(step.frame)
+
+    def finish(self) -> EpisodeResult:
+        video_path = None
+        if self.video is not None:
+            self.video.close()
+            video_path = str(self.video.path)
+        return EpisodeResult(
+            episode_index=self.index,
+            seed=self.seed,
+            success=self.success,
+            success_at_end=self.success_at_end,
+            sum_reward=self.sum_reward,
+            max_reward=self.max_reward if self.n_steps else 0.0,
+            n_steps=self.n_steps,
+            wall_s=time.perf_counter() - self.started_at,
+            video_path=video_path,
+        )
+
+
+@dataclass
+class RolloutSettings:
+    """How to run the episodes of one task."""
+
+    n_episodes: int
+    start_seed: int = 0
+    max_episodes_rendered: int = 0
+    videos_dir: Path | None = None
+    fps: int = 30
+    continuous_batching: bool = True
+    use_amp: bool = False
+    rename_map: dict[str, str] = field(default_factory=dict)
+    preprocessor: BatchHook | None = None
+    postprocessor: ActionHook | None = None
+    on_episode_end: Callable[[EpisodeResult], None] | None = None
+
+
+def run_episodes(
+    env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings
+) -> list[EpisodeResult]:
+    """Run episodes 0..n_episodes-1 of one task on `env`; results sorted by episode index."""
+    loop = _RolloutLoop(env, policy, settings)
+    return loop.run()
+
+
+class _RolloutLoop:
+    def __init__(self, env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings):
+        self.env, self.policy, self.settings = env, policy, settings
+        self.device = policy_device(policy)
+        self.pending = deque(range(settings.n_episodes))
+        self.slots: list[_RunningEpisode | None] = [None] * env.num_envs
+        self.observations: list[Any] = [None] * env.num_envs
+        self.results: list[EpisodeResult] = []
+        self.step_index = 0
+
+    def run(self) -> list[EpisodeResult]:
+        self.descriptions = task_strings(
+            _call_or_none(self.env, "task_description", "task"), self.env.num_envs
+        )
+        self.env_tasks = task_strings(_call_or_none(self.env, "task"), self.env.num_envs)
+        while self.pending or self._active_ids():
+            self._start_pending_episodes()
+            active = self._active_ids()
+            actions = self._select_actions()
+            recorded = [i for i in active if self.slots[i].video is not None]
+            steps = self.env.step_at(active, [actions[i] for i in active], render_ids=recorded)
+            for env_id, step in zip(active, steps, strict=True):
+                self._apply_step(env_id, step)
+            self.step_index += 1
+        return sorted(self.results, key=lambda r: r.episode_index)
+
+    def _active_ids(self) -> list[int]:
+        return [i for i, slot in enumerate(self.slots) if slot is not None]
+
+    def _start_pending_episodes(self) -> None:
+        free = [i for i, slot in enumerate(self.slots) if slot is None]
+        if not self.settings.continuous_batching and len(free) < len(self.slots):
+            return  # without refilling, a new wave starts only when the whole batch is idle
+        starting = free[: len(self.pending)]
+        if not starting:
+            return
+        episodes = [self.pending.popleft() for _ in starting]
+        seeds = [self.settings.start_seed + e for e in episodes]
+        resets = self.env.reset_at(starting, seeds)
+        self.policy.reset(env_ids=starting, seeds=seeds)
+        recorded = [
+            i for i, e in zip(starting, episodes, strict=True) if e < self.settings.max_episodes_rendered
+        ]
+        first_frames = dict(zip(recorded, self.env.render_at(recorded), strict=True)) if recorded else {}
+        for env_id, episode, seed, (obs, _info) in zip(starting, episodes, seeds, resets, strict=True):
+            video = self._open_video(episode) if env_id in first_frames else None
+            if video is not None:
+                video.add(first_frames[env_id])
+            self.slots[env_id] = _RunningEpisode(index=episode, seed=seed, video=video)
+            self.observations[env_id] = obs
+
+    def _open_video(self, episode: int) -> EpisodeVideo | None:
+        if self.settings.videos_dir is None:
+            return None
+        return EpisodeVideo(Path(self.settings.videos_dir) / f"eval_episode_{episode}.mp4", self.settings.fps)
+
+    def _select_actions(self) -> np.ndarray:
+        """One policy call for every slot; rows of idle slots are computed and ignored."""
+        filler = next(obs for obs in self.observations if obs is not None)
+        stacked = stack_observations([obs if obs is not None else filler for obs in self.observations])
+        batch: dict[str, Any] = observation_to_batch(stacked, self.device, self.settings.rename_map)
+        batch[TASK] = self.descriptions
+        batch[ENV_TASK] = self.env_tasks
+        if self.settings.preprocessor is not None:
+            batch = self.settings.preprocessor(batch)
+        amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
+        with torch.inference_mode(), amp:
+            actions = self.policy.select_action(batch)
+            if self.settings.postprocessor is not None:
+                actions = self.settings.postprocessor(actions)
+        actions = actions.detach().to("cpu", torch.float32).numpy()
+        self._check_actions(actions)
+        return actions
+
+    def _check_actions(self, actions: np.ndarray) -> None:
+        expected = (self.env.num_envs, *self.env.single_action_space.shape)
+        if actions.shape != expected:
+            raise ValueError(
+                f"policy {self.policy.name!r} returned actions of shape {actions.shape} at step "
+                f"{self.step_index}; expected {expected}"
+            )
+        active = self._active_ids()
+        if not np.isfinite(actions[active]).all():
+            raise ValueError(
+                f"policy {self.policy.name!r} returned NaN or inf actions at step {self.step_index} "
+                f"(expected finite actions of shape {expected})"
+            )
+
+    def _apply_step(self, env_id: int, step: StepResult) -> None:
+        episode = self.slots[env_id]
+        episode.record(step)
+        self.observations[env_id] = step.observation
+        if step.terminated or step.truncated:
+            result = episode.finish()
+            self.results.append(result)
+            self.slots[env_id] = None
+            if self.settings.on_episode_end is not None:
+                self.settings.on_episode_end(result)
+
+
+def _call_or_none(env: LazyVectorEnv, *names: str) -> Sequence[Any] | None:
+    """The first attribute among `names` that the sub-envs have, read once per task."""
+    for name in names:
+        try:
+            return list(env.call(name))
+        except EnvWorkerError:  # the env does not define it; try the next name
+            continue
+    return None

@@ -1,0 +1,15 @@
+from dataclasses import dataclass
+
+from lerobot.configs.policies import PreTrainedConfig
+
+
+@PreTrainedConfig.register_subclass("metaworld_expert")
+@dataclass
+class MetaworldExpertConfig(PreTrainedConfig):
+    """Meta-World's own scripted policies: the embedded default that needs no download.
+
+    They read the full 39-d state (`observation.environment_state`), which the Meta-World env
+    provides with every observation type, and the task name of each row (`env_task`).
+    """
+
+    device: str | None = "cpu"

@@ -1,0 +1,1 @@
+from lerobot.policies.random.configuration_random import RandomConfig  # noqa: F401

@@ -1,0 +1,50 @@
+"""`lerobot-eval`: evaluate a policy on a simulation benchmark.
+
+    lerobot-eval --policy.type=metaworld_expert --env.type=metaworld --env.task=push-v3 \\
+        --eval.n_episodes=10
+
+Writes eval_info.json (per episode, task, group and overall) and mp4 videos to --output_dir.
+`eval_policy` and `eval_policy_all` are re-exported here for code written against LeRobot.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+
+import lerobot.envs  # noqa: F401  (registers --env.type values)
+import lerobot.policies  # noqa: F401  (registers --policy.type values)
+from lerobot.configs.eval import EvalPipelineConfig
+from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, parse_config
+from lerobot.evaluation.evaluate import eval_policy, eval_policy_all, evaluate
+from lerobot.utils.gl import default_mujoco_gl
+from lerobot.utils.logging_utils import init_logging
+
+__all__ = ["eval_policy", "eval_policy_all", "main"]
+
+logger = logging.getLogger(__name__)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    init_logging()
+    default_mujoco_gl()
+    try:
+        cfg = parse_config(EvalPipelineConfig, argv, prog="lerobot-eval")
+    except CliError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return USAGE_EXIT_CODE
+    info = evaluate(cfg)
+    overall = info["overall"]
+    logger.info(
+        "overall success %.1f%% over %d episodes in %.1fs; results in %s",
+        overall["pc_success"] or 0.0,
+        overall["n_episodes"],
+        overall["eval_s"],
+        cfg.output_dir,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+"""Batch keys shared by envs, processors and policies (LeRobot's naming, so checkpoints load unchanged)."""
+
+OBS_PREFIX = "observation"
+OBS_STATE = "observation.state"
+OBS_ENV_STATE = "observation.environment_state"
+OBS_IMAGE = "observation.image"
+OBS_IMAGES = "observation.images"
+ACTION = "action"
+# Natural-language instruction per batch row (what language-conditioned policies read).
+TASK = "task"
+# The benchmark's own task name per batch row (e.g. "push-v3"); scripted experts need it
+# because several tasks share one description.
+ENV_TASK = "env_task"
