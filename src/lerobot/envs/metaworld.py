@@ -36,7 +36,6 @@ from lerobot.utils.errors import ConfigError
 logger = logging.getLogger(__name__)
 
 TASK_PREFIX = "metaworld-"
-ALL_TASKS_GROUP = "mt50"
 ACTION_DIM = 4
 AGENT_POS_DIM = 4
 FULL_STATE_DIM = 39
@@ -66,12 +65,8 @@ def expert_policy_name(task: str) -> str:
 
 
 def difficulty_groups() -> dict[str, list[str]]:
-    table = load_task_table()
-    groups: dict[str, list[str]] = {name: [] for name in table["groups"]}
-    for task, meta in table["tasks"].items():
-        groups[meta["difficulty"]].append(task)
-    groups[ALL_TASKS_GROUP] = list(table["tasks"])
-    return groups
+    """{group: tasks} in LeRobot's order, so task ids (and video folders) match its runs."""
+    return {name: list(tasks) for name, tasks in load_task_table()["groups"].items()}
 
 
 def resolve_task_groups(task_arg: str) -> dict[str, list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,9 +34,10 @@ class MetaworldExpertPolicy(PreTrainedPolicy):
                 "use it with --env.type=metaworld"
             )
         states = batch[OBS_ENV_STATE].detach().cpu().numpy().astype(np.float64)
-        actions = [
-            self._expert(task).get_action(state) for task, state in zip(batch[ENV_TASK], states, strict=True)
-        ]
+        with warnings.catch_warnings():
+            # Meta-World warns when its gains exceed [-1, 1]; we clip below, as the env does.
+            warnings.filterwarnings("ignore", message=r"Constant\(s\) may be too high")
+            actions = [self._expert(t).get_action(s) for t, s in zip(batch[ENV_TASK], states, strict=True)]
         return torch.from_numpy(np.clip(np.stack(actions), -1.0, 1.0).astype(np.float32))
 
     def _expert(self, task: str):

@@ -1,0 +1,48 @@
+import pytest
+
+from lerobot.configs.default import EvalConfig, auto_batch_size
+from lerobot.utils.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("cores", "n_episodes", "expected"),
+    [
+        (1, 50, 1),  # floor(0.7) = 0 -> at least one env
+        (2, 50, 1),  # floor(1.4)
+        (8, 50, 5),  # floor(5.6)
+        (16, 3, 3),  # never more envs than episodes
+        (128, 500, 64),  # capped
+    ],
+)
+def test_auto_batch_size(cores, n_episodes, expected):
+    assert auto_batch_size(n_episodes, cpu_count=cores) == expected
+
+
+def test_zero_batch_size_means_auto(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 10)
+    assert EvalConfig(n_episodes=50, batch_size=0).resolved_batch_size == 7
+
+
+def test_batch_size_above_n_episodes_is_clamped():
+    cfg = EvalConfig(n_episodes=3, batch_size=10)
+    assert cfg.resolved_batch_size == 3
+
+
+def test_a_single_env_runs_in_process():
+    assert not EvalConfig(n_episodes=5, batch_size=1, use_async_envs=True).resolved_use_async
+    assert EvalConfig(n_episodes=5, batch_size=2, use_async_envs=True).resolved_use_async
+    assert not EvalConfig(n_episodes=5, batch_size=2, use_async_envs=False).resolved_use_async
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_episodes": 0}, r"^--eval.n_episodes=0: must be a positive integer$"),
+        ({"n_episodes": -3}, r"^--eval.n_episodes=-3: must be a positive integer$"),
+        ({"batch_size": -1}, r"^--eval.batch_size=-1: must be 0 \(auto\) or a positive integer$"),
+        ({"max_episodes_rendered": -1}, r"^--eval.max_episodes_rendered=-1"),
+    ],
+)
+def test_bad_values_are_rejected_with_the_flag_name(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        EvalConfig(**kwargs)

@@ -1,0 +1,166 @@
+"""Meta-World env: task resolution, observations, rendering and seeding (real simulator)."""
+
+import numpy as np
+import pytest
+
+from lerobot.envs.factory import make_env, make_env_config
+from lerobot.envs.metaworld import MetaworldEnv, MetaworldEnvConfig, resolve_task_groups
+from lerobot.processor.observation import observation_to_batch
+from lerobot.utils.errors import ConfigError
+
+SMALL = {"observation_height": 64, "observation_width": 64}
+
+
+def test_groups_follow_the_difficulty_split():
+    groups = resolve_task_groups("easy,medium,hard,very_hard,mt50")
+    assert {name: len(tasks) for name, tasks in groups.items()} == {
+        "easy": 28,
+        "medium": 11,
+        "hard": 6,
+        "very_hard": 5,
+        "mt50": 50,
+    }
+    assert sorted(groups["mt50"]) == sorted(
+        groups["easy"] + groups["medium"] + groups["hard"] + groups["very_hard"]
+    )
+
+
+def test_tasks_accept_both_spellings_and_comma_lists():
+    assert resolve_task_groups("push-v3") == {"push-v3": ["push-v3"]}
+    assert resolve_task_groups("metaworld-push-v3, reach-v3") == {
+        "push-v3": ["push-v3"],
+        "reach-v3": ["reach-v3"],
+    }
+
+
+def test_unknown_task_lists_the_choices_and_suggests_one():
+    with pytest.raises(
+        ConfigError,
+        match=r"^--env.task='psuh-v3': unknown Meta-World task or group; did you mean 'push-v3'\? groups: easy, medium, hard, very_hard, mt50; tasks: assembly-v3",
+    ):
+        MetaworldEnvConfig(task="psuh-v3")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "flag"),
+    [
+        ({"obs_type": "depth"}, "--env.obs_type='depth': must be one of pixels, pixels_agent_pos, state"),
+        (
+            {"camera_names": ["nope"]},
+            "--env.camera_names=['nope']: cameras must be a non-empty list of corner",
+        ),
+        ({"observation_height": 0}, "--env.observation_height=0"),
+        ({"episode_length": 501}, "--env.episode_length=501: must be in 1..500"),
+    ],
+)
+def test_bad_settings_name_the_flag(kwargs, flag):
+    with pytest.raises(ConfigError) as err:
+        MetaworldEnvConfig(**kwargs)
+    assert str(err.value).startswith(flag)
+    assert "\n" not in str(err.value)
+
+
+def test_env_config_is_selected_by_type_name():
+    cfg = make_env_config("metaworld", task="reach-v3")
+    assert isinstance(cfg, MetaworldEnvConfig) and cfg.type == "metaworld"
+    with pytest.raises(ConfigError, match=r"--env.type='nope': unknown env type; choose one of .*metaworld"):
+        make_env_config("nope")
+
+
+def test_factory_is_lazy_and_knows_spaces_without_a_simulator():
+    cfg = MetaworldEnvConfig(task="easy", **SMALL)
+    envs = make_env(cfg, n_envs=2, use_async_envs=True)
+    assert list(envs) == ["easy"] and len(envs["easy"]) == 28
+    env = envs["easy"][0]
+    assert not env.started
+    assert env.single_observation_space["pixels"].shape == (64, 64, 3)
+    assert env.single_action_space.shape == (4,)
+    assert env.metadata["task_description"] == "Press a button" and env.metadata["render_fps"] == 80
+    single = MetaworldEnv("push-v3")
+    assert single._sim is None  # constructing an env builds no simulator
+
+
+def test_default_observation_matches_lerobot_keys(metaworld):
+    cfg = MetaworldEnvConfig(task="push-v3", **SMALL)
+    env = cfg.env_factory("push-v3")()
+    try:
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        assert obs["pixels"].dtype == np.uint8 and obs["agent_pos"].shape == (4,)
+        np.testing.assert_array_equal(obs["agent_pos"], obs["environment_state"][:4])
+        batch = observation_to_batch({k: v[None] for k, v in obs.items()})
+        assert set(batch) == set(cfg.policy_features()) - {"action"}
+        assert batch["observation.image"].shape == (1, 3, 64, 64)
+        assert batch["observation.image"].min() >= 0.0 and batch["observation.image"].max() <= 1.0
+        assert env.task_description == "Push the puck to a goal"
+    finally:
+        env.close()
+
+
+def test_several_cameras_become_images_dot_name(metaworld):
+    cfg = MetaworldEnvConfig(task="reach-v3", camera_names=["corner2", "topview"], **SMALL)
+    env = cfg.env_factory("reach-v3")()
+    try:
+        obs, _ = env.reset(seed=1)
+        batch = observation_to_batch({"pixels": {k: v[None] for k, v in obs["pixels"].items()}})
+        assert set(batch) == {"observation.images.corner2", "observation.images.topview"}
+        assert set(batch) < set(cfg.policy_features())
+    finally:
+        env.close()
+
+
+def test_state_observation_is_the_full_state_vector(metaworld):
+    env = MetaworldEnvConfig(task="reach-v3", obs_type="state").env_factory("reach-v3")()
+    try:
+        obs, _ = env.reset(seed=1)
+        assert set(obs) == {"agent_pos", "environment_state"} and obs["agent_pos"].shape == (39,)
+    finally:
+        env.close()
+
+
+def test_corner2_is_upright_and_pixel_identical_to_metaworld_rendering(metaworld):
+    """Our renderer must give exactly what LeRobot's datasets hold: Meta-World's own
+    offscreen render of the moved corner2 camera, rotated 180 degrees."""
+    from gymnasium.envs.mujoco.mujoco_rendering import MujocoRenderer
+
+    env = MetaworldEnv("push-v3", observation_height=96, observation_width=96)
+    try:
+        obs, _ = env.reset(seed=3)
+        sim = env._sim
+        reference = MujocoRenderer(
+            sim.model, sim.data, camera_id=sim.model.camera("corner2").id, width=96, height=96
+        )
+        try:
+            expected = np.flip(reference.render("rgb_array"), (0, 1))
+        finally:
+            reference.close()
+        np.testing.assert_array_equal(obs["pixels"], expected)
+        # Upright: the red robot base sits in the bottom-left corner, not in the top-right one.
+        redness = lambda patch: (patch[..., 0].astype(int) - patch[..., 1].astype(int)).mean()  # noqa: E731
+        assert redness(obs["pixels"][-24:, :16]) > 40 > redness(obs["pixels"][:24, -16:])
+    finally:
+        env.close()
+
+
+def test_same_seed_same_initial_state_even_after_other_episodes(metaworld):
+    env = MetaworldEnv("pick-place-v3", obs_type="state")
+    try:
+        first, _ = env.reset(seed=11)
+        for _ in range(5):
+            env.step(env.action_space.sample())
+        other, _ = env.reset(seed=12)
+        again, _ = env.reset(seed=11)
+        np.testing.assert_array_equal(first["environment_state"], again["environment_state"])
+        assert not np.array_equal(first["environment_state"], other["environment_state"])
+    finally:
+        env.close()
+
+
+def test_episode_length_truncates(metaworld):
+    env = MetaworldEnv("reach-v3", obs_type="state", episode_length=3)
+    try:
+        env.reset(seed=0)
+        flags = [env.step(np.zeros(4, np.float32))[3] for _ in range(3)]
+        assert flags == [False, False, True]
+    finally:
+        env.close()

@@ -1,0 +1,87 @@
+import functools
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv
+from tests.fakes import FakeEnv, fake_spaces
+
+
+def make_vec(n_envs: int, use_async: bool, **env_kwargs) -> LazyVectorEnv:
+    obs_space, act_space = fake_spaces()
+    factory = functools.partial(FakeEnv, **env_kwargs)
+    return LazyVectorEnv([factory] * n_envs, obs_space, act_space, use_async=use_async)
+
+
+def test_nothing_starts_before_first_use():
+    before = len(mp.active_children())
+    env = make_vec(3, use_async=True)
+    assert not env.started
+    assert len(mp.active_children()) == before
+    assert env.observation_space["agent_pos"].shape == (3, 2)
+    env.close()
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_reset_and_step_only_the_given_slots(use_async):
+    env = make_vec(3, use_async=use_async)
+    try:
+        resets = env.reset_at([0, 2], seeds=[10, 12])
+        assert [obs["agent_pos"][0] for obs, _ in resets] == [10, 12]
+        steps = env.step_at([2], [np.zeros(2, np.float32)], render_ids=[2])
+        assert steps[0].observation["agent_pos"].tolist() == [12, 1]
+        assert steps[0].frame is not None and steps[0].frame[0, 0, 0] == 10
+        # slot 0 was not stepped
+        assert env.step_at([0], [np.zeros(2, np.float32)])[0].observation["agent_pos"].tolist() == [10, 1]
+        assert env.call("task") == ("fake-task",) * 3
+    finally:
+        env.close()
+    assert not env.started
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_standard_api_stacks_and_never_autoresets(use_async):
+    env = make_vec(2, use_async=use_async)
+    try:
+        obs, _ = env.reset(seed=[0, 3])
+        assert obs["agent_pos"].shape == (2, 2)
+        for _ in range(3):
+            obs, reward, terminated, truncated, info = env.step(np.zeros((2, 2), np.float32))
+        # seed 0 ends after 2 steps, yet it keeps counting: no auto-reset behind our back
+        assert obs["agent_pos"][:, 1].tolist() == [3, 3]
+        assert reward.tolist() == [1.0, 1.0] and terminated.tolist() == [True, False]
+        assert info["is_success"].tolist() == [True, False]
+    finally:
+        env.close()
+
+
+def test_worker_exception_names_the_env():
+    env = make_vec(2, use_async=True, crash_seeds=(7,))
+    try:
+        with pytest.raises(
+            EnvWorkerError, match=r"env 1 failed during reset: RuntimeError: fake crash at seed 7"
+        ):
+            env.reset_at([0, 1], seeds=[1, 7])
+    finally:
+        env.close()
+
+
+def test_dead_worker_is_reported_with_its_exit_code():
+    env = make_vec(2, use_async=True, die_seeds=(5,))
+    try:
+        with pytest.raises(EnvWorkerError, match=r"env 0 .*exited with code 3"):
+            env.reset_at([0], seeds=[5])
+    finally:
+        env.close()
+    assert not any(p.is_alive() for p in mp.active_children() if p.name.startswith("Process"))
+
+
+def test_async_workers_are_separate_processes_and_stop_on_close():
+    env = make_vec(2, use_async=True)
+    env.reset_at([0, 1], seeds=[0, 1])
+    pids = env.call("pid")
+    assert len(set(pids)) == 2
+    processes = [slot.process for slot in env._slots]
+    env.close()
+    assert all(not p.is_alive() for p in processes)

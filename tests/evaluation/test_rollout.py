@@ -1,0 +1,146 @@
+"""The rollout loop's bookkeeping, on the instant fake env (real Meta-World runs are in tests/scripts)."""
+
+import functools
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from lerobot.configs.policies import PreTrainedConfig
+from lerobot.envs.vector import LazyVectorEnv
+from lerobot.evaluation.evaluate import eval_policy, eval_policy_all
+from lerobot.evaluation.rollout import RolloutSettings, run_episodes
+from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.policies.random.configuration_random import RandomConfig
+from lerobot.policies.random.modeling_random import RandomPolicy
+from tests.fakes import FakeEnv, fake_spaces
+
+
+def make_vec(n_envs: int, use_async: bool = False, task: str = "fake-task") -> LazyVectorEnv:
+    obs_space, act_space = fake_spaces()
+    factory = functools.partial(FakeEnv, task=task)
+    return LazyVectorEnv(
+        [factory] * n_envs,
+        obs_space,
+        act_space,
+        use_async=use_async,
+        metadata={"render_fps": 10, "task": task, "task_description": f"do the {task}"},
+    )
+
+
+class RecordingPolicy(PreTrainedPolicy):
+    """Zero actions; remembers resets and what it was asked, to check the loop's calls."""
+
+    name = "recording"
+
+    def __init__(self, action_dim: int = 2, bad: str | None = None):
+        super().__init__(PreTrainedConfig.get_choice_class("random")(device="cpu"))
+        self.action_dim, self.bad = action_dim, bad
+        self.resets: list[tuple[list[int] | None, list[int] | None]] = []
+        self.tasks: list[list[str]] = []
+
+    def reset(self, env_ids=None, seeds=None):
+        self.resets.append(
+            (None if env_ids is None else list(env_ids), None if seeds is None else list(seeds))
+        )
+
+    def select_action(self, batch):
+        self.tasks.append(list(batch["task"]))
+        n = batch["observation.state"].shape[0]
+        actions = torch.zeros(n, self.action_dim)
+        if self.bad == "nan":
+            actions[0, 0] = float("nan")
+        return actions
+
+
+def expected_length(seed: int) -> int:
+    return 2 + seed % 5
+
+
+def test_each_episode_follows_its_seed_and_stops_counting_when_done():
+    results = run_episodes(make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=5, start_seed=100))
+    assert [r.episode_index for r in results] == [0, 1, 2, 3, 4]
+    assert [r.seed for r in results] == [100, 101, 102, 103, 104]
+    for r in results:
+        assert r.n_steps == expected_length(r.seed)
+        assert r.sum_reward == r.n_steps  # 1 per step, nothing after the end
+        assert r.max_reward == 1.0
+        assert r.success == (r.seed % 2 == 0) == r.success_at_end
+
+
+@pytest.mark.parametrize("n_envs", [1, 2, 3])
+@pytest.mark.parametrize("continuous_batching", [True, False])
+def test_results_do_not_depend_on_batch_size_or_refilling(n_envs, continuous_batching):
+    policy = RandomPolicy(RandomConfig(device="cpu"), -np.ones(2), np.ones(2))
+    settings = RolloutSettings(n_episodes=7, start_seed=3, continuous_batching=continuous_batching)
+    results = run_episodes(make_vec(n_envs), policy, settings)
+    reference = run_episodes(
+        make_vec(1), RandomPolicy(RandomConfig(device="cpu"), -np.ones(2), np.ones(2)), settings
+    )
+    strip = lambda rs: [(r.episode_index, r.seed, r.success, r.sum_reward, r.n_steps) for r in rs]  # noqa: E731
+    assert strip(results) == strip(reference)
+
+
+def test_finished_slots_are_refilled_and_reset_row_by_row():
+    policy = RecordingPolicy()
+    run_episodes(make_vec(2), policy, RolloutSettings(n_episodes=4, start_seed=0))
+    # seeds 0 (2 steps) and 1 (3 steps) start together; slot 0 frees first and takes episode 2
+    assert policy.resets == [([0, 1], [0, 1]), ([0], [2]), ([1], [3])]
+    assert policy.tasks[0] == ["do the fake-task", "do the fake-task"]
+
+
+def test_without_refilling_a_new_wave_waits_for_the_whole_batch():
+    policy = RecordingPolicy()
+    run_episodes(make_vec(2), policy, RolloutSettings(n_episodes=4, start_seed=0, continuous_batching=False))
+    assert policy.resets == [([0, 1], [0, 1]), ([0, 1], [2, 3])]
+
+
+def test_wrong_action_shape_names_policy_shape_and_step():
+    with pytest.raises(
+        ValueError,
+        match=r"policy 'recording' returned actions of shape \(2, 3\) at step 0; expected \(2, 2\)",
+    ):
+        run_episodes(make_vec(2), RecordingPolicy(action_dim=3), RolloutSettings(n_episodes=2))
+
+
+def test_nan_actions_are_refused():
+    with pytest.raises(ValueError, match=r"policy 'recording' returned NaN or inf actions at step 0"):
+        run_episodes(make_vec(1), RecordingPolicy(bad="nan"), RolloutSettings(n_episodes=1))
+
+
+def test_videos_stream_one_frame_per_step_plus_the_first(tmp_path):
+    import imageio.v3 as iio
+
+    results = run_episodes(
+        make_vec(2),
+        RecordingPolicy(),
+        RolloutSettings(n_episodes=3, start_seed=0, max_episodes_rendered=2, videos_dir=tmp_path, fps=10),
+    )
+    assert [r.video_path is not None for r in results] == [True, True, False]
+    for r in results[:2]:
+        frames = list(iio.imiter(r.video_path))
+        assert len(frames) == r.n_steps + 1
+
+
+def test_eval_policy_all_aggregates_and_closes_every_env(tmp_path):
+    envs = {"g1": {0: make_vec(2, task="a"), 1: make_vec(2, task="b")}, "g2": {0: make_vec(2, task="c")}}
+    info = eval_policy_all(envs, RecordingPolicy(), n_episodes=4, start_seed=0)
+    assert [(t["task_group"], t["task_id"], t["task"]) for t in info["per_task"]] == [
+        ("g1", 0, "a"),
+        ("g1", 1, "b"),
+        ("g2", 0, "c"),
+    ]
+    # seeds 0..3: even seeds succeed -> 50%
+    assert info["overall"]["pc_success"] == 50.0 and info["overall"]["n_episodes"] == 12
+    assert info["per_group"]["g1"]["n_episodes"] == 8
+    assert info["overall"] == info["aggregated"]
+    assert len(info["per_episode"]) == 12
+    assert all(not env.started for by_id in envs.values() for env in by_id.values())
+    json.dumps(info, allow_nan=False)
+
+
+def test_eval_policy_single_env_shape():
+    info = eval_policy(make_vec(1), RecordingPolicy(), n_episodes=3, start_seed=0)
+    assert info["aggregated"]["n_episodes"] == 3
+    assert [e["episode_ix"] for e in info["per_episode"]] == [0, 1, 2]

@@ -1,0 +1,57 @@
+"""A tiny, instant env for testing loop logic (never the only test of a feature).
+
+Its episodes are a pure function of the seed, so tests can predict every result: episode
+length 2 + seed % 5, success on the last step when the seed is even, reward 1 per step.
+"""
+
+from __future__ import annotations
+
+import os
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class FakeEnv(gym.Env):
+    metadata = {"render_fps": 10}
+
+    def __init__(
+        self, task: str = "fake-task", crash_seeds: tuple[int, ...] = (), die_seeds: tuple[int, ...] = ()
+    ):
+        self.task = task
+        self.task_description = f"do the {task}"
+        self.crash_seeds, self.die_seeds = crash_seeds, die_seeds
+        self.observation_space = spaces.Dict({"agent_pos": spaces.Box(-np.inf, np.inf, (2,), np.float32)})
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.seed_, self.t = 0, 0
+        self.pid = os.getpid()
+
+    def reset(self, *, seed=None, options=None):
+        if seed in self.crash_seeds:
+            raise RuntimeError(f"fake crash at seed {seed}")
+        if seed in self.die_seeds:
+            os._exit(3)
+        self.seed_, self.t = seed or 0, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= self.length
+        success = done and self.seed_ % 2 == 0
+        return self._obs(), 1.0, done, False, {"is_success": success}
+
+    @property
+    def length(self) -> int:
+        return 2 + self.seed_ % 5
+
+    def render(self):
+        return np.full((8, 8, 3), self.t * 10, dtype=np.uint8)
+
+    def _obs(self):
+        return {"agent_pos": np.array([self.seed_, self.t], dtype=np.float32)}
+
+
+def fake_spaces():
+    env = FakeEnv()
+    return env.observation_space, env.action_space

@@ -1,0 +1,172 @@
+"""`lerobot-eval` end to end on real Meta-World."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import imageio.v3 as iio
+import pytest
+
+from lerobot.scripts.lerobot_eval import main
+
+
+def run_cli(tmp_path, *flags: str) -> dict:
+    out = tmp_path / "out"
+    assert main([*flags, f"--output_dir={out}"]) == 0
+    text = (out / "eval_info.json").read_text()
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+
+
+def per_episode_outcomes(info: dict) -> list[tuple]:
+    return [
+        (e["task"], e["episode_index"], e["seed"], e["success"], round(e["sum_reward"], 9), e["n_steps"])
+        for e in info["per_episode"]
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["push-v3", "reach-v3", "pick-place-v3"])
+def test_scripted_expert_solves_the_task(tmp_path, task):
+    info = run_cli(
+        tmp_path,
+        "--policy.type=metaworld_expert",
+        "--env.type=metaworld",
+        f"--env.task={task}",
+        "--env.obs_type=state",
+        "--eval.n_episodes=10",
+        "--eval.max_episodes_rendered=0",
+    )
+    assert info["overall"]["n_episodes"] == 10
+    assert info["overall"]["pc_success"] >= 90.0
+
+
+@pytest.mark.slow
+def test_random_policy_stays_near_zero(tmp_path):
+    info = run_cli(
+        tmp_path,
+        "--policy.type=random",
+        "--env.type=metaworld",
+        "--env.task=push-v3,pick-place-v3",
+        "--env.obs_type=state",
+        "--eval.n_episodes=10",
+        "--eval.max_episodes_rendered=0",
+    )
+    assert info["overall"]["n_episodes"] == 20
+    assert info["overall"]["pc_success"] <= 10.0
+    assert all(e["n_steps"] == 500 for e in info["per_episode"] if not e["success"])
+
+
+@pytest.mark.slow
+def test_results_are_identical_for_sync_and_async_batches(tmp_path):
+    common = [
+        "--policy.type=random",
+        "--env.type=metaworld",
+        "--env.task=reach-v3",
+        "--env.obs_type=state",
+        "--env.episode_length=25",
+        "--eval.n_episodes=5",
+        "--eval.max_episodes_rendered=0",
+        "--seed=7",
+    ]
+    runs = {bs: run_cli(tmp_path / f"bs{bs}", *common, f"--eval.batch_size={bs}") for bs in (1, 2, 3)}
+    assert per_episode_outcomes(runs[1]) == per_episode_outcomes(runs[2]) == per_episode_outcomes(runs[3])
+    assert [e["seed"] for e in runs[1]["per_episode"]] == [7, 8, 9, 10, 11]
+
+
+@pytest.mark.slow
+def test_default_observation_eval_writes_schema_and_video(tmp_path):
+    info = run_cli(
+        tmp_path,
+        "--policy.type=metaworld_expert",
+        "--env.type=metaworld",
+        "--env.task=reach-v3",
+        "--env.observation_height=64",
+        "--env.observation_width=64",
+        "--eval.n_episodes=2",
+        "--eval.batch_size=2",
+        "--eval.max_episodes_rendered=1",
+    )
+    assert set(info) >= {"per_episode", "per_task", "per_group", "overall", "aggregated"}
+    for key in (
+        "pc_success",
+        "n_episodes",
+        "avg_sum_reward",
+        "avg_max_reward",
+        "eval_s",
+        "eval_ep_s",
+        "video_paths",
+    ):
+        assert key in info["overall"], key
+    assert info["overall"]["pc_success"] == 100.0  # the expert works from the default observations
+    task = info["per_task"][0]
+    assert (task["task_group"], task["task_id"], task["task"]) == ("reach-v3", 0, "reach-v3")
+    assert task["task_description"] == "Reach a goal position"
+    assert list(info["per_group"]) == ["reach-v3"]
+    episode = info["per_episode"][0]
+    assert {"episode_index", "seed", "success", "sum_reward", "max_reward", "n_steps"} <= set(episode)
+    [video] = info["overall"]["video_paths"]
+    assert video.endswith("videos/reach-v3_0/eval_episode_0.mp4")
+    frames = list(iio.imiter(video))
+    assert len(frames) == episode["n_steps"] + 1 and frames[0].shape == (64, 64, 3)
+    assert info["per_episode"][1]["video_path"] is None
+
+
+BAD_INPUTS = {
+    "unknown env type": (
+        ["--env.type=nope", "--policy.type=random"],
+        "--env.type: invalid choice: 'nope' (choose from",
+    ),
+    "unknown task": (
+        ["--env.type=metaworld", "--env.task=pushh-v3", "--policy.type=random"],
+        "--env.task='pushh-v3': unknown Meta-World task",
+    ),
+    "zero episodes": (
+        ["--env.type=metaworld", "--eval.n_episodes=0", "--policy.type=random"],
+        "--eval.n_episodes=0: must be a positive integer",
+    ),
+    "negative batch": (
+        ["--env.type=metaworld", "--eval.batch_size=-2", "--policy.type=random"],
+        "--eval.batch_size=-2: must be 0 (auto) or a positive integer",
+    ),
+    "unknown policy": (
+        ["--env.type=metaworld", "--policy.type=smolvla"],
+        "--policy.type: invalid choice: 'smolvla' (choose from",
+    ),
+    "missing policy": (["--env.type=metaworld"], "--policy.type: required; choose one of"),
+    "non-integer": (
+        ["--env.type=metaworld", "--policy.type=random", "--eval.n_episodes=ten"],
+        "--eval.n_episodes: Couldn't parse 'ten' into an int",
+    ),
+}
+
+
+def test_bad_input_fails_in_one_line_before_any_simulator(tmp_path):
+    """Each bad command line exits 2 with one line naming the flag; no simulator is imported."""
+    script = textwrap.dedent(
+        f"""
+        import contextlib, io, json, multiprocessing, sys
+        from lerobot.scripts.lerobot_eval import main
+        cases = json.loads({json.dumps(json.dumps({k: v[0] for k, v in BAD_INPUTS.items()}))})
+        results = {{}}
+        for name, argv in cases.items():
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = main(argv + ["--output_dir={tmp_path}/never"])
+            results[name] = [code, err.getvalue()]
+        results["_started"] = ["metaworld" in sys.modules or "mujoco" in sys.modules, multiprocessing.active_children()]
+        print(json.dumps(results, default=str))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert results.pop("_started") == [False, []]
+    for name, (_, expected) in BAD_INPUTS.items():
+        code, stderr = results[name]
+        assert code == 2, name
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1, (name, stderr)
+        assert expected in lines[0], (name, lines[0])
+    assert not (tmp_path / "never").exists()
