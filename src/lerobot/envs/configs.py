@@ -74,3 +74,12 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
             }
             for group, tasks in self.task_groups().items()
         }
+
+
+def __getattr__(name: str):
+    """`lerobot.envs.configs.MetaworldEnv`, LeRobot's name for the Meta-World config class."""
+    if name == "MetaworldEnv":
+        from lerobot.envs.metaworld import MetaworldEnvConfig
+
+        return MetaworldEnvConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

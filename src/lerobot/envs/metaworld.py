@@ -32,6 +32,7 @@ from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.configs import EnvConfig
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.gl import default_mujoco_gl
 
 logger = logging.getLogger(__name__)
 
@@ -205,6 +206,7 @@ class MetaworldEnv(gym.Env):
 
 def _build_simulator(task: str):
     """Meta-World's env for `task`, with the corner2 camera moved and seeded resets."""
+    default_mujoco_gl()  # before MuJoCo is first imported in this (worker) process
     import metaworld
 
     benchmark = metaworld.MT1(task, seed=42)
