@@ -25,6 +25,7 @@ class FakeEnv(gym.Env):
         self.observation_space = spaces.Dict({"agent_pos": spaces.Box(-np.inf, np.inf, (2,), np.float32)})
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.seed_, self.t = 0, 0
+        self.episode_index = None
         self.pid = os.getpid()
 
     def reset(self, *, seed=None, options=None):
@@ -33,6 +34,7 @@ class FakeEnv(gym.Env):
         if seed in self.die_seeds:
             os._exit(3)
         self.seed_, self.t = seed or 0, 0
+        self.episode_index = (options or {}).get("episode_index")
         return self._obs(), {}
 
     def step(self, action):

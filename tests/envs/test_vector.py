@@ -85,3 +85,15 @@ def test_async_workers_are_separate_processes_and_stop_on_close():
     processes = [slot.process for slot in env._slots]
     env.close()
     assert all(not p.is_alive() for p in processes)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_reset_options_can_differ_per_env(use_async):
+    env = make_vec(2, use_async=use_async)
+    try:
+        env.reset_at([0, 1], seeds=[1, 2], options=[{"episode_index": 4}, {"episode_index": 9}])
+        assert env.call("episode_index") == (4, 9)
+        env.reset_at([1], seeds=[3], options={"episode_index": 5})
+        assert env.call("episode_index") == (4, 5)
+    finally:
+        env.close()

@@ -90,6 +90,12 @@ def test_finished_slots_are_refilled_and_reset_row_by_row():
     assert policy.tasks[0] == ["do the fake-task", "do the fake-task"]
 
 
+def test_each_reset_tells_the_env_its_episode_index():
+    env = make_vec(2)
+    run_episodes(env, RecordingPolicy(), RolloutSettings(n_episodes=4, start_seed=0))
+    assert env.call("episode_index") == (2, 3)  # the last episodes each slot ran
+
+
 def test_without_refilling_a_new_wave_waits_for_the_whole_batch():
     policy = RecordingPolicy()
     run_episodes(make_vec(2), policy, RolloutSettings(n_episodes=4, start_seed=0, continuous_batching=False))

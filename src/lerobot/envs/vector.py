@@ -204,9 +204,14 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     # --- per-slot API used by the rollout loop -------------------------------------------
     def reset_at(
-        self, env_ids: Sequence[int], seeds: Sequence[int | None], options: dict | None = None
+        self,
+        env_ids: Sequence[int],
+        seeds: Sequence[int | None],
+        options: Sequence[dict | None] | dict | None = None,
     ) -> list[tuple[Any, dict]]:
-        return self._broadcast(env_ids, "reset", [(seed, options) for seed in seeds])
+        """Reset `env_ids`; `options` is one dict for all of them or one per env."""
+        per_env = options if isinstance(options, Sequence) else [options] * len(env_ids)
+        return self._broadcast(env_ids, "reset", list(zip(seeds, per_env, strict=True)))
 
     def step_at(
         self, env_ids: Sequence[int], actions: Sequence[np.ndarray], render_ids: Sequence[int] = ()

@@ -155,7 +155,9 @@ class _RolloutLoop:
             return
         episodes = [self.pending.popleft() for _ in starting]
         seeds = [self.settings.start_seed + e for e in episodes]
-        resets = self.env.reset_at(starting, seeds)
+        # The episode index travels with the reset: benchmarks with fixed initial states
+        # (LIBERO's init states) pick them by episode, never by slot or reset count.
+        resets = self.env.reset_at(starting, seeds, [{"episode_index": e} for e in episodes])
         self.policy.reset(env_ids=starting, seeds=seeds)
         recorded = [
             i for i, e in zip(starting, episodes, strict=True) if e < self.settings.max_episodes_rendered
