@@ -7,6 +7,7 @@ length 2 + seed % 5, success on the last step when the seed is even, reward 1 pe
 from __future__ import annotations
 
 import os
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -17,9 +18,17 @@ class FakeEnv(gym.Env):
     metadata = {"render_fps": 10}
 
     def __init__(
-        self, task: str = "fake-task", crash_seeds: tuple[int, ...] = (), die_seeds: tuple[int, ...] = ()
+        self,
+        task: str = "fake-task",
+        crash_seeds: tuple[int, ...] = (),
+        die_seeds: tuple[int, ...] = (),
+        fail_once: tuple[str, int, str] | None = None,
     ):
+        """`fail_once=(mode, seed, marker_path)`: on the first step of episode `seed`, "die"
+        (exit the worker) or "hang" (sleep far past any timeout), only while the marker file
+        does not exist yet; it is created just before, so the re-run goes through."""
         self.task = task
+        self.fail_once = fail_once
         self.task_description = f"do the {task}"
         self.crash_seeds, self.die_seeds = crash_seeds, die_seeds
         self.observation_space = spaces.Dict({"agent_pos": spaces.Box(-np.inf, np.inf, (2,), np.float32)})
@@ -38,6 +47,7 @@ class FakeEnv(gym.Env):
         return self._obs(), {}
 
     def step(self, action):
+        self._maybe_fail_once()
         self.t += 1
         done = self.t >= self.length
         success = done and self.seed_ % 2 == 0
@@ -46,6 +56,17 @@ class FakeEnv(gym.Env):
     @property
     def length(self) -> int:
         return 2 + self.seed_ % 5
+
+    def _maybe_fail_once(self) -> None:
+        if self.fail_once is None:
+            return
+        mode, seed, marker = self.fail_once
+        if self.seed_ != seed or self.t != 0 or os.path.exists(marker):
+            return
+        open(marker, "w").close()
+        if mode == "die":
+            os._exit(9)
+        time.sleep(600)
 
     def render(self):
         return np.full((8, 8, 3), self.t * 10, dtype=np.uint8)

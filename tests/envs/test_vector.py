@@ -60,7 +60,7 @@ def test_worker_exception_names_the_env():
     env = make_vec(2, use_async=True, crash_seeds=(7,))
     try:
         with pytest.raises(
-            EnvWorkerError, match=r"env 1 failed during reset: RuntimeError: fake crash at seed 7"
+            EnvWorkerError, match=r"env 1 failed during reset \(error\): RuntimeError: fake crash at seed 7"
         ):
             env.reset_at([0, 1], seeds=[1, 7])
     finally:
@@ -70,7 +70,9 @@ def test_worker_exception_names_the_env():
 def test_dead_worker_is_reported_with_its_exit_code():
     env = make_vec(2, use_async=True, die_seeds=(5,))
     try:
-        with pytest.raises(EnvWorkerError, match=r"env 0 .*exited with code 3"):
+        with pytest.raises(
+            EnvWorkerError, match=r"env 0 failed during reset \(died\): worker process exited with code 3"
+        ):
             env.reset_at([0], seeds=[5])
     finally:
         env.close()

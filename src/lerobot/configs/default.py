@@ -35,12 +35,26 @@ class EvalConfig:
     continuous_batching: bool = True
     """Start the next pending episode in a slot as soon as its episode ends, instead of waiting
     for the whole batch. Per-episode results are identical either way."""
+    resume: bool = False
+    """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
+    step_timeout_s: float = 300.0
+    """A worker that does not answer a reset or step within this time is killed and replaced
+    (the first reset includes building the simulator)."""
+    max_episode_retries: int = 2
+    """Re-runs (from the start, same seed) of an episode whose worker crashed or hung; after
+    that it is recorded as failed with its reason."""
 
     def __post_init__(self) -> None:
         if self.n_episodes <= 0:
             raise ConfigError(f"--eval.n_episodes={self.n_episodes}: must be a positive integer")
         if self.batch_size < 0:
             raise ConfigError(f"--eval.batch_size={self.batch_size}: must be 0 (auto) or a positive integer")
+        if self.step_timeout_s <= 0:
+            raise ConfigError(
+                f"--eval.step_timeout_s={self.step_timeout_s}: must be a positive number of seconds"
+            )
+        if self.max_episode_retries < 0:
+            raise ConfigError(f"--eval.max_episode_retries={self.max_episode_retries}: must be 0 or more")
         if self.max_episodes_rendered < 0:
             raise ConfigError(f"--eval.max_episodes_rendered={self.max_episodes_rendered}: must be 0 or more")
 

@@ -44,6 +44,18 @@ class StepResult:
     frame: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class SlotFailure:
+    """A sub-env that could not answer: it raised, its worker died, or it did not answer in time."""
+
+    env_id: int
+    kind: str  # "error", "died" or "timeout"
+    message: str
+
+    def describe(self, command: str) -> str:
+        return f"env {self.env_id} failed during {command} ({self.kind}): {self.message}"
+
+
 def _run_command(env: gym.Env, command: str, payload: Any) -> Any:
     """Execute one command on a sub-env; shared by the in-process and worker backends."""
     if command == "reset":
@@ -103,7 +115,8 @@ class _InProcessSlot:
         except Exception as exc:
             self._reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
-    def recv(self) -> tuple[str, Any]:
+    def recv(self, timeout: float | None = None) -> tuple[str, Any]:
+        """The reply of the last command (it already ran: no timeout can apply in-process)."""
         reply, self._reply = self._reply, None
         return reply
 
@@ -127,8 +140,13 @@ class _WorkerSlot:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
             self._conn.send((command, payload))
 
-    def recv(self) -> tuple[str, Any]:
+    def recv(self, timeout: float | None = None) -> tuple[str, Any]:
+        """The worker's reply; a hung worker is killed after `timeout` seconds."""
         try:
+            if timeout is not None and not self._conn.poll(timeout):
+                self.process.kill()
+                self.process.join(timeout=5.0)
+                return ("timeout", f"no answer within {timeout:g}s; worker killed")
             return self._conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             self.process.join(timeout=1.0)
@@ -164,6 +182,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         use_async: bool = False,
         context: str = "forkserver",
         metadata: dict | None = None,
+        step_timeout_s: float | None = None,
     ):
         if not env_fns:
             raise ValueError("LazyVectorEnv needs at least one env factory")
@@ -176,6 +195,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(single_observation_space, self.num_envs)
         self.action_space = batch_space(single_action_space, self.num_envs)
         self.metadata = {"autoreset_mode": None, **(metadata or {})}
+        self.step_timeout_s = step_timeout_s
         self._slots: list[_InProcessSlot | _WorkerSlot] | None = None
 
     @property
@@ -184,23 +204,40 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _ensure_started(self) -> list[_InProcessSlot | _WorkerSlot]:
         if self._slots is None:
-            if self.use_async:
-                ctx = mp.get_context(self.context)
-                self._slots = [_WorkerSlot(fn, ctx) for fn in self.env_fns]
-            else:
-                self._slots = [_InProcessSlot(fn) for fn in self.env_fns]
+            self._slots = [self._start_slot(env_id) for env_id in range(self.num_envs)]
         return self._slots
 
-    def _broadcast(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
-        """Send one command to several sub-envs, then gather their replies in order."""
+    def _start_slot(self, env_id: int) -> _InProcessSlot | _WorkerSlot:
+        if self.use_async:
+            return _WorkerSlot(self.env_fns[env_id], mp.get_context(self.context))
+        return _InProcessSlot(self.env_fns[env_id])
+
+    def restart(self, env_ids: Sequence[int]) -> None:
+        """Replace the given sub-envs by fresh ones (new workers), e.g. after a crash or hang."""
+        slots = self._ensure_started()
+        for env_id in env_ids:
+            with contextlib.suppress(Exception):
+                slots[env_id].close()
+            slots[env_id] = self._start_slot(env_id)
+
+    def _exchange(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
+        """Send one command to several sub-envs, then gather replies (or SlotFailures) in order."""
         slots = self._ensure_started()
         for env_id, payload in zip(env_ids, payloads, strict=True):
             slots[env_id].send(command, payload)
-        replies = [slots[env_id].recv() for env_id in env_ids]
-        for env_id, (status, value) in zip(env_ids, replies, strict=True):
-            if status != "ok":
-                raise EnvWorkerError(f"env {env_id} failed during {command}: {value}")
-        return [value for _, value in replies]
+        outcomes = []
+        for env_id in env_ids:
+            status, value = slots[env_id].recv(self.step_timeout_s)
+            outcomes.append(value if status == "ok" else SlotFailure(env_id, status, value))
+        return outcomes
+
+    def _broadcast(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
+        """Like `_exchange`, but any failure raises EnvWorkerError naming the env."""
+        outcomes = self._exchange(env_ids, command, payloads)
+        for outcome in outcomes:
+            if isinstance(outcome, SlotFailure):
+                raise EnvWorkerError(outcome.describe(command))
+        return outcomes
 
     # --- per-slot API used by the rollout loop -------------------------------------------
     def reset_at(
@@ -208,21 +245,36 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         env_ids: Sequence[int],
         seeds: Sequence[int | None],
         options: Sequence[dict | None] | dict | None = None,
-    ) -> list[tuple[Any, dict]]:
-        """Reset `env_ids`; `options` is one dict for all of them or one per env."""
+        tolerate_failures: bool = False,
+    ) -> list[tuple[Any, dict] | SlotFailure]:
+        """Reset `env_ids`; `options` is one dict for all of them or one per env.
+
+        With `tolerate_failures`, a failing env yields a SlotFailure in its place instead of
+        raising, so the caller can restart it and carry on with the others.
+        """
         per_env = options if isinstance(options, Sequence) else [options] * len(env_ids)
-        return self._broadcast(env_ids, "reset", list(zip(seeds, per_env, strict=True)))
+        payloads = list(zip(seeds, per_env, strict=True))
+        send = self._exchange if tolerate_failures else self._broadcast
+        return send(env_ids, "reset", payloads)
 
     def step_at(
-        self, env_ids: Sequence[int], actions: Sequence[np.ndarray], render_ids: Sequence[int] = ()
-    ) -> list[StepResult]:
+        self,
+        env_ids: Sequence[int],
+        actions: Sequence[np.ndarray],
+        render_ids: Sequence[int] = (),
+        tolerate_failures: bool = False,
+    ) -> list[StepResult | SlotFailure]:
         """Step only `env_ids`; those also in `render_ids` render a frame in their own worker."""
         wanted = set(render_ids)
         payloads = [(action, env_id in wanted) for env_id, action in zip(env_ids, actions, strict=True)]
-        return self._broadcast(env_ids, "step", payloads)
+        send = self._exchange if tolerate_failures else self._broadcast
+        return send(env_ids, "step", payloads)
 
-    def render_at(self, env_ids: Sequence[int]) -> list[np.ndarray]:
-        return self._broadcast(env_ids, "render", [None] * len(env_ids))
+    def render_at(
+        self, env_ids: Sequence[int], tolerate_failures: bool = False
+    ) -> list[np.ndarray | SlotFailure]:
+        send = self._exchange if tolerate_failures else self._broadcast
+        return send(env_ids, "render", [None] * len(env_ids))
 
     # --- standard VectorEnv API ----------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):

@@ -4,7 +4,7 @@ Env slot i of the vector env is batch row i of the policy. A slot runs one episo
 when it ends, the slot takes the next pending episode (continuous batching) and the policy
 forgets that row only. Because episode e always starts from seed start_seed + e with a freshly
 reset policy row, per-episode results do not depend on the batch size, on sync or async
-workers, or on whether slots are refilled.
+workers, on whether slots are refilled, or on an episode having been re-run after a crash.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, StepResult, stack_observations
+from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, SlotFailure, StepResult, stack_observations
 from lerobot.evaluation.video import EpisodeVideo
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.observation import observation_to_batch, task_strings
@@ -50,12 +50,41 @@ class EpisodeResult:
     n_steps: int
     wall_s: float
     video_path: str | None = None
+    retries: int = 0
+    """How many times the episode was re-run from its start after its env crashed or hung."""
+    failure_reason: str | None = None
+    """Set when every attempt failed; the episode then counts as unsuccessful."""
+
+
+@dataclass
+class RolloutSettings:
+    """How to run the episodes of one task."""
+
+    n_episodes: int
+    start_seed: int = 0
+    episode_indices: Sequence[int] | None = None
+    """Run only these episodes (e.g. the ones a resumed run is missing); default all."""
+    max_episodes_rendered: int = 0
+    videos_dir: Path | None = None
+    fps: int = 30
+    continuous_batching: bool = True
+    use_amp: bool = False
+    max_episode_retries: int = 2
+    rename_map: dict[str, str] = field(default_factory=dict)
+    preprocessor: BatchHook | None = None
+    postprocessor: ActionHook | None = None
+    on_episode_end: Callable[[EpisodeResult], None] | None = None
+
+    def pending_episodes(self) -> list[int]:
+        indices = range(self.n_episodes) if self.episode_indices is None else self.episode_indices
+        return sorted(indices)
 
 
 @dataclass
 class _RunningEpisode:
     index: int
     seed: int
+    retries: int = 0
     started_at: float = field(default_factory=time.perf_counter)
     sum_reward: float = 0.0
     max_reward: float = -math.inf
@@ -89,45 +118,53 @@ class _RunningEpisode:
             n_steps=self.n_steps,
             wall_s=time.perf_counter() - self.started_at,
             video_path=video_path,
+            retries=self.retries,
         )
 
+    def abandon(self, reason: str) -> EpisodeResult:
+        """The result of an episode whose every attempt failed: unsuccessful, with the reason."""
+        self.discard_video()
+        return EpisodeResult(
+            episode_index=self.index,
+            seed=self.seed,
+            success=False,
+            success_at_end=False,
+            sum_reward=0.0,
+            max_reward=0.0,
+            n_steps=self.n_steps,
+            wall_s=time.perf_counter() - self.started_at,
+            retries=self.retries,
+            failure_reason=reason,
+        )
 
-@dataclass
-class RolloutSettings:
-    """How to run the episodes of one task."""
-
-    n_episodes: int
-    start_seed: int = 0
-    max_episodes_rendered: int = 0
-    videos_dir: Path | None = None
-    fps: int = 30
-    continuous_batching: bool = True
-    use_amp: bool = False
-    rename_map: dict[str, str] = field(default_factory=dict)
-    preprocessor: BatchHook | None = None
-    postprocessor: ActionHook | None = None
-    on_episode_end: Callable[[EpisodeResult], None] | None = None
+    def discard_video(self) -> None:
+        if self.video is not None:
+            self.video.close()
+            self.video.path.unlink(missing_ok=True)
+            self.video = None
 
 
 def run_episodes(
     env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings
 ) -> list[EpisodeResult]:
-    """Run episodes 0..n_episodes-1 of one task on `env`; results sorted by episode index."""
-    loop = _RolloutLoop(env, policy, settings)
-    return loop.run()
+    """Run the episodes of one task on `env`; results sorted by episode index."""
+    return _RolloutLoop(env, policy, settings).run()
 
 
 class _RolloutLoop:
     def __init__(self, env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings):
         self.env, self.policy, self.settings = env, policy, settings
         self.device = policy_device(policy)
-        self.pending = deque(range(settings.n_episodes))
+        self.pending = deque(settings.pending_episodes())
+        self.retries: dict[int, int] = {}
         self.slots: list[_RunningEpisode | None] = [None] * env.num_envs
         self.observations: list[Any] = [None] * env.num_envs
         self.results: list[EpisodeResult] = []
         self.step_index = 0
 
     def run(self) -> list[EpisodeResult]:
+        if not self.pending:
+            return []
         self.descriptions = task_strings(
             _call_or_none(self.env, "task_description", "task"), self.env.num_envs
         )
@@ -135,11 +172,18 @@ class _RolloutLoop:
         while self.pending or self._active_ids():
             self._start_pending_episodes()
             active = self._active_ids()
+            if not active:
+                continue  # every start failed; the episodes went back to the queue
             actions = self._select_actions()
             recorded = [i for i in active if self.slots[i].video is not None]
-            steps = self.env.step_at(active, [actions[i] for i in active], render_ids=recorded)
-            for env_id, step in zip(active, steps, strict=True):
-                self._apply_step(env_id, step)
+            outcomes = self.env.step_at(
+                active, [actions[i] for i in active], render_ids=recorded, tolerate_failures=True
+            )
+            for env_id, outcome in zip(active, outcomes, strict=True):
+                if isinstance(outcome, SlotFailure):
+                    self._handle_failure(env_id, outcome.describe("step"))
+                else:
+                    self._apply_step(env_id, outcome)
             self.step_index += 1
         return sorted(self.results, key=lambda r: r.episode_index)
 
@@ -157,23 +201,34 @@ class _RolloutLoop:
         seeds = [self.settings.start_seed + e for e in episodes]
         # The episode index travels with the reset: benchmarks with fixed initial states
         # (LIBERO's init states) pick them by episode, never by slot or reset count.
-        resets = self.env.reset_at(starting, seeds, [{"episode_index": e} for e in episodes])
+        options = [{"episode_index": e} for e in episodes]
+        resets = self.env.reset_at(starting, seeds, options, tolerate_failures=True)
+        for env_id, episode, seed, outcome in zip(starting, episodes, seeds, resets, strict=True):
+            self.slots[env_id] = _RunningEpisode(
+                index=episode, seed=seed, retries=self.retries.get(episode, 0)
+            )
+            if isinstance(outcome, SlotFailure):
+                self._handle_failure(env_id, outcome.describe("reset"))
+            else:
+                self.observations[env_id] = outcome[0]
         self.policy.reset(env_ids=starting, seeds=seeds)
-        recorded = [
-            i for i, e in zip(starting, episodes, strict=True) if e < self.settings.max_episodes_rendered
-        ]
-        first_frames = dict(zip(recorded, self.env.render_at(recorded), strict=True)) if recorded else {}
-        for env_id, episode, seed, (obs, _info) in zip(starting, episodes, seeds, resets, strict=True):
-            video = self._open_video(episode) if env_id in first_frames else None
-            if video is not None:
-                video.add(first_frames[env_id])
-            self.slots[env_id] = _RunningEpisode(index=episode, seed=seed, video=video)
-            self.observations[env_id] = obs
+        self._open_videos([i for i in starting if self.slots[i] is not None])
 
-    def _open_video(self, episode: int) -> EpisodeVideo | None:
+    def _open_videos(self, env_ids: Sequence[int]) -> None:
+        """Start the videos of episodes that are recorded, with the first frame after reset."""
         if self.settings.videos_dir is None:
-            return None
-        return EpisodeVideo(Path(self.settings.videos_dir) / f"eval_episode_{episode}.mp4", self.settings.fps)
+            return
+        recorded = [i for i in env_ids if self.slots[i].index < self.settings.max_episodes_rendered]
+        if not recorded:
+            return
+        frames = self.env.render_at(recorded, tolerate_failures=True)
+        for env_id, frame in zip(recorded, frames, strict=True):
+            if isinstance(frame, SlotFailure):
+                self._handle_failure(env_id, frame.describe("render"))
+                continue
+            path = Path(self.settings.videos_dir) / f"eval_episode_{self.slots[env_id].index}.mp4"
+            self.slots[env_id].video = EpisodeVideo(path, self.settings.fps)
+            self.slots[env_id].video.add(frame)
 
     def _select_actions(self) -> np.ndarray:
         """One policy call for every slot; rows of idle slots are computed and ignored."""
@@ -212,11 +267,27 @@ class _RolloutLoop:
         episode.record(step)
         self.observations[env_id] = step.observation
         if step.terminated or step.truncated:
-            result = episode.finish()
-            self.results.append(result)
+            self._finish(env_id, episode.finish())
+
+    def _handle_failure(self, env_id: int, reason: str) -> None:
+        """Replace the env; re-run its episode from the start (same seed) or give it up."""
+        episode = self.slots[env_id]
+        logger.warning("episode %d: %s", episode.index, reason.splitlines()[0])
+        self.env.restart([env_id])
+        attempts = self.retries.get(episode.index, 0) + 1
+        if attempts <= self.settings.max_episode_retries:
+            episode.discard_video()
+            self.retries[episode.index] = attempts
+            self.pending.appendleft(episode.index)
             self.slots[env_id] = None
-            if self.settings.on_episode_end is not None:
-                self.settings.on_episode_end(result)
+        else:
+            self._finish(env_id, episode.abandon(reason.splitlines()[0]))
+
+    def _finish(self, env_id: int, result: EpisodeResult) -> None:
+        self.results.append(result)
+        self.slots[env_id] = None
+        if self.settings.on_episode_end is not None:
+            self.settings.on_episode_end(result)
 
 
 def _call_or_none(env: LazyVectorEnv, *names: str) -> Sequence[Any] | None:

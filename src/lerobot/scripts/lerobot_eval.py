@@ -18,8 +18,10 @@ import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, parse_config
 from lerobot.evaluation.evaluate import eval_policy, eval_policy_all, evaluate
+from lerobot.utils.errors import ConfigError
 from lerobot.utils.gl import default_mujoco_gl
 from lerobot.utils.logging_utils import init_logging
+from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
 
 __all__ = ["eval_policy", "eval_policy_all", "main"]
 
@@ -34,7 +36,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
-    info = evaluate(cfg)
+    try:
+        with interrupts_as_exceptions():
+            info = evaluate(cfg)
+    except ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return USAGE_EXIT_CODE
+    except Interrupted as exc:
+        logger.error("stopped by %s; finished episodes are in %s", exc.signal_name, cfg.output_dir)
+        return exc.exit_code
     overall = info["overall"]
     logger.info(
         "overall success %.1f%% over %d episodes in %.1fs; results in %s",
