@@ -1,0 +1,35 @@
+# Developer shortcuts. Everything runs from the project's virtual environment in .venv.
+
+PYTHON ?= python3
+VENV := .venv
+
+.PHONY: install test test-fast lint format lock eval-demo
+
+# uv comes from pip when it is not on PATH yet; an existing .venv is kept and updated (uv
+# refuses to create one over it). The lock is used as constraints.
+install:
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install uv
+	@test -x $(VENV)/bin/python || uv venv $(VENV)
+	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,test,dev]"
+
+# All tests, the slow simulator ones included (as CI runs them).
+test:
+	$(VENV)/bin/pytest -q
+
+test-fast:
+	$(VENV)/bin/pytest -q -m "not slow"
+
+lint:
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+format:
+	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
+
+# Re-resolve requirements/lock.txt after changing dependencies in pyproject.toml.
+lock:
+	uv pip compile --universal --all-extras pyproject.toml -o requirements/lock.txt --no-header --no-annotate
+
+# Ten episodes of the scripted expert on push-v3; results and videos in outputs/eval/demo.
+eval-demo:
+	$(VENV)/bin/lerobot-eval --policy.type=metaworld_expert --env.type=metaworld --env.task=push-v3 \
+		--eval.n_episodes=10 --output_dir=outputs/eval/demo
