@@ -164,3 +164,29 @@ def test_episode_length_truncates(metaworld):
         assert flags == [False, False, True]
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("task", ["push-v3", "assembly-v3"])
+def test_simulator_set_up_matches_metaworld_mt1(metaworld, task):
+    """We skip building MT1 (seconds per task) but must simulate exactly what it sets up."""
+    from lerobot.envs.metaworld import CORNER2_POSITION, _build_simulator
+
+    benchmark = metaworld.MT1(task, seed=42)
+    reference = benchmark.train_classes[task]()
+    reference.set_task(benchmark.train_tasks[0])
+    reference.model.cam_pos[reference.model.camera("corner2").id] = CORNER2_POSITION
+    reference._freeze_rand_vec, reference.seeded_rand_vec = False, True
+    ours = _build_simulator(task)
+    try:
+        actions = np.random.default_rng(0).uniform(-1, 1, (5, 4)).astype(np.float32)
+        for seed in (0, 7):
+            reference.seed(seed)
+            ours.seed(seed)
+            np.testing.assert_array_equal(reference.reset()[0], ours.reset()[0])
+            for action in actions:
+                expected, got = reference.step(action), ours.step(action)
+                np.testing.assert_array_equal(expected[0], got[0])
+                assert expected[1] == got[1]
+    finally:
+        reference.close()
+        ours.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import draccus
 import gymnasium as gym
@@ -26,6 +27,10 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     task: str | None = None
     fps: int = 30
 
+    worker_preload: ClassVar[tuple[str, ...]] = ()
+    """Modules that worker processes should have imported before they start (simulator
+    packages that take seconds to import); they must not create any GL context on import."""
+
     @property
     def type(self) -> str:
         return self.get_choice_name(self.__class__)
@@ -33,6 +38,14 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     @abc.abstractmethod
     def task_groups(self) -> dict[str, list[str]]:
         """`--env.task` resolved to {group: [task name, ...]}, in evaluation order."""
+
+    def indexed_task_groups(self) -> dict[str, dict[int, str]]:
+        """{group: {task_id: task name}}: the ids results and video folders report.
+
+        By default a task's id is its position in its group; a benchmark whose tasks have
+        fixed ids of their own (LIBERO's suites) overrides this so that a subset keeps them.
+        """
+        return {group: dict(enumerate(tasks)) for group, tasks in self.task_groups().items()}
 
     @abc.abstractmethod
     def env_factory(self, task_name: str) -> Callable[[], gym.Env]:
@@ -64,22 +77,31 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
                     obs_space,
                     act_space,
                     use_async=use_async_envs,
+                    preload_modules=self.worker_preload,
                     metadata={
                         "render_fps": self.fps,
                         "task": task_name,
                         "task_description": self.task_description(task_name),
                     },
                 )
-                for task_id, task_name in enumerate(tasks)
+                for task_id, task_name in tasks.items()
             }
-            for group, tasks in self.task_groups().items()
+            for group, tasks in self.indexed_task_groups().items()
         }
 
 
-def __getattr__(name: str):
-    """`lerobot.envs.configs.MetaworldEnv`, LeRobot's name for the Meta-World config class."""
-    if name == "MetaworldEnv":
-        from lerobot.envs.metaworld import MetaworldEnvConfig
+# LeRobot's names for the benchmark config classes -> (module, our class name).
+_LEROBOT_CONFIG_NAMES = {
+    "MetaworldEnv": ("lerobot.envs.metaworld", "MetaworldEnvConfig"),
+    "LiberoEnv": ("lerobot.envs.libero", "LiberoEnvConfig"),
+}
 
-        return MetaworldEnvConfig
+
+def __getattr__(name: str):
+    """`lerobot.envs.configs.MetaworldEnv` and `.LiberoEnv`, LeRobot's names for the config classes."""
+    if name in _LEROBOT_CONFIG_NAMES:
+        import importlib
+
+        module_name, class_name = _LEROBOT_CONFIG_NAMES[name]
+        return getattr(importlib.import_module(module_name), class_name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,9 +20,10 @@ import difflib
 import functools
 import json
 import logging
+import pickle
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -35,6 +36,10 @@ from lerobot.utils.errors import ConfigError
 from lerobot.utils.gl import default_mujoco_gl
 
 logger = logging.getLogger(__name__)
+
+# MuJoCo picks its GL backend when first imported, in whichever process imports it first (the
+# fork server preloading Meta-World, a worker, or this one): make EGL the default before then.
+default_mujoco_gl()
 
 TASK_PREFIX = "metaworld-"
 ACTION_DIM = 4
@@ -205,13 +210,27 @@ class MetaworldEnv(gym.Env):
 
 
 def _build_simulator(task: str):
-    """Meta-World's env for `task`, with the corner2 camera moved and seeded resets."""
+    """Meta-World's env for `task`, with the corner2 camera moved and seeded resets.
+
+    The task is set the way Meta-World's MT1 benchmark sets it (fully observable goal), but
+    without building MT1 itself, which resets a fresh env 50 times to draw goals we never use
+    (about 3 s per task and worker): every reset here draws its own from the seeded generator.
+    """
     default_mujoco_gl()  # before MuJoCo is first imported in this (worker) process
     import metaworld
+    from metaworld import env_dict
 
-    benchmark = metaworld.MT1(task, seed=42)
-    sim = benchmark.train_classes[task]()
-    sim.set_task(benchmark.train_tasks[0])
+    env_cls = env_dict.ALL_V3_ENVIRONMENTS[task]
+    task_kwargs = {k: v for k, v in env_dict.ML1_args_kwargs[task]["kwargs"].items() if k != "task_id"}
+    sim = env_cls()
+    placeholder_goal = sim._random_reset_space.low  # replaced at the first reset
+    task_data = {
+        **task_kwargs,
+        "rand_vec": placeholder_goal,
+        "env_cls": env_cls,
+        "partially_observable": False,
+    }
+    sim.set_task(metaworld.Task(env_name=task, data=pickle.dumps(task_data)))
     sim.model.cam_pos[sim.model.camera("corner2").id] = CORNER2_POSITION
     # Fresh object/goal positions at every reset, drawn from the env's own (seedable) generator.
     sim._freeze_rand_vec = False
@@ -240,6 +259,8 @@ def build_observation_space(
 @EnvConfig.register_subclass("metaworld")
 @dataclass
 class MetaworldEnvConfig(EnvConfig):
+    worker_preload: ClassVar[tuple[str, ...]] = ("metaworld",)
+
     task: str = "push-v3"
     """A task (`push-v3`), a group (`easy`, `medium`, `hard`, `very_hard`, `mt50`) or a comma list."""
     fps: int = 80

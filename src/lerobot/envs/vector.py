@@ -183,6 +183,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         context: str = "forkserver",
         metadata: dict | None = None,
         step_timeout_s: float | None = None,
+        preload_modules: Sequence[str] = (),
     ):
         if not env_fns:
             raise ValueError("LazyVectorEnv needs at least one env factory")
@@ -196,6 +197,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(single_action_space, self.num_envs)
         self.metadata = {"autoreset_mode": None, **(metadata or {})}
         self.step_timeout_s = step_timeout_s
+        self.preload_modules = tuple(preload_modules)
         self._slots: list[_InProcessSlot | _WorkerSlot] | None = None
 
     @property
@@ -208,9 +210,15 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         return self._slots
 
     def _start_slot(self, env_id: int) -> _InProcessSlot | _WorkerSlot:
-        if self.use_async:
-            return _WorkerSlot(self.env_fns[env_id], mp.get_context(self.context))
-        return _InProcessSlot(self.env_fns[env_id])
+        if not self.use_async:
+            return _InProcessSlot(self.env_fns[env_id])
+        context = mp.get_context(self.context)
+        if self.preload_modules and self.context == "forkserver":
+            # Imported once in the fork server, so each new worker starts with the simulator
+            # package loaded (seconds per worker and per task otherwise). Only the first list
+            # set before the server starts counts; later ones are ignored by multiprocessing.
+            context.set_forkserver_preload(list(self.preload_modules))
+        return _WorkerSlot(self.env_fns[env_id], context)
 
     def restart(self, env_ids: Sequence[int]) -> None:
         """Replace the given sub-envs by fresh ones (new workers), e.g. after a crash or hang."""

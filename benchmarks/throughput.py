@@ -1,0 +1,199 @@
+"""How close does `lerobot-eval` get to the simulator's own speed?
+
+For one env/task/observation setting, this measures in one run:
+  (a) the raw simulator loop: the same envs, built by the same config, stepped and rendered
+      with the same settings and a zero action, in the same number of processes, no harness;
+  (b) `lerobot-eval` (the library's `evaluate`) on the same episodes with the random policy,
+and prints env-steps/s and episodes/s for both, the ratio (b)/(a) and peak memory (RSS).
+With `--expert`, it instead compares continuous batching on/off with the scripted expert,
+whose episodes end early at different times.
+
+    python benchmarks/throughput.py --task push-v3 --obs-type pixels_agent_pos --episodes 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import lerobot.envs  # noqa: E402,F401
+import lerobot.policies  # noqa: E402,F401
+from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
+from lerobot.configs.parser import parse_config  # noqa: E402
+from lerobot.evaluation.evaluate import evaluate  # noqa: E402
+
+
+def eval_args(args: argparse.Namespace, out: Path, policy: str, continuous: bool = True) -> list[str]:
+    flags = [
+        f"--policy.type={policy}",
+        f"--env.type={args.env}",
+        f"--env.task={args.task}",
+        f"--env.obs_type={args.obs_type}",
+        f"--env.episode_length={args.episode_length}",
+        f"--eval.n_episodes={args.episodes}",
+        f"--eval.batch_size={args.batch_size}",
+        "--eval.max_episodes_rendered=0",
+        f"--eval.continuous_batching={str(continuous).lower()}",
+        f"--output_dir={out}",
+    ]
+    if args.size:
+        flags += [f"--env.observation_height={args.size}", f"--env.observation_width={args.size}"]
+    return flags + args.extra
+
+
+def raw_worker(env_factory, seeds: list[int], queue) -> None:
+    """Step whole episodes with a zero action: the floor any harness can reach."""
+    env = env_factory()
+    steps = 0
+    zero = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
+    for seed in seeds:
+        env.reset(seed=seed)
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(zero)
+            steps += 1
+            done = terminated or truncated
+    env.close()
+    queue.put(steps)
+
+
+def run_raw(cfg: EvalPipelineConfig) -> dict:
+    [tasks] = cfg.env.task_groups().values()
+    factory = cfg.env.env_factory(tasks[0])
+    n_envs = cfg.eval.resolved_batch_size
+    seeds = [cfg.seed + e for e in range(cfg.eval.n_episodes)]
+    shares = [seeds[i::n_envs] for i in range(n_envs)]
+    started = time.perf_counter()
+    if n_envs == 1:
+        queue: list[int] = []
+        raw_worker(factory, shares[0], type("Q", (), {"put": queue.append})())
+        steps = sum(queue)
+    else:
+        ctx = mp.get_context("forkserver")
+        queue = ctx.Queue()
+        procs = [ctx.Process(target=raw_worker, args=(factory, share, queue)) for share in shares]
+        for p in procs:
+            p.start()
+        steps = sum(queue.get() for _ in procs)
+        for p in procs:
+            p.join()
+    seconds = time.perf_counter() - started
+    return {"env_steps": steps, "episodes": len(seeds), "seconds": seconds}
+
+
+def run_harness(argv: list[str]) -> dict:
+    cfg = parse_config(EvalPipelineConfig, argv)
+    started = time.perf_counter()
+    info = evaluate(cfg)
+    seconds = time.perf_counter() - started
+    steps = sum(e["n_steps"] for e in info["per_episode"])
+    return {
+        "env_steps": steps,
+        "episodes": len(info["per_episode"]),
+        "seconds": seconds,
+        "pc_success": info["overall"]["pc_success"],
+    }
+
+
+def rates(result: dict) -> dict:
+    return {
+        **result,
+        "steps_per_s": result["env_steps"] / result["seconds"],
+        "episodes_per_s": result["episodes"] / result["seconds"],
+    }
+
+
+def peak_rss_mb() -> dict:
+    to_mb = 1 / 1024  # ru_maxrss is in KiB on Linux
+    return {
+        "main_process_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * to_mb,
+        "largest_child_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * to_mb,
+    }
+
+
+def describe_machine() -> str:
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), MUJOCO_GL={os.environ.get('MUJOCO_GL')}, Python {platform.python_version()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--env", default="metaworld")
+    parser.add_argument("--task", default="push-v3")
+    parser.add_argument("--obs-type", default="pixels_agent_pos")
+    parser.add_argument("--size", type=int, default=0, help="image height and width (0: the env's default)")
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--episode-length", type=int, default=50)
+    parser.add_argument("--batch-size", type=int, default=0, help="0: auto, as lerobot-eval")
+    parser.add_argument("--expert", action="store_true", help="compare continuous batching on/off instead")
+    parser.add_argument("--json", type=Path, help="also write the numbers here")
+    parser.add_argument("extra", nargs="*", help="more lerobot-eval flags, e.g. --env.camera_names=[corner2]")
+    args = parser.parse_args()
+
+    print(f"machine: {describe_machine()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.expert:
+            on = rates(run_harness(eval_args(args, Path(tmp) / "on", "metaworld_expert", continuous=True)))
+            off = rates(run_harness(eval_args(args, Path(tmp) / "off", "metaworld_expert", continuous=False)))
+            result = {
+                "continuous_batching": on,
+                "wave_batching": off,
+                "episodes_per_s_gain": on["episodes_per_s"] / off["episodes_per_s"],
+            }
+            print(
+                f"continuous batching: {on['episodes_per_s']:.3f} episodes/s ({on['pc_success']:.0f}% success)"
+            )
+            print(f"wave batching:       {off['episodes_per_s']:.3f} episodes/s")
+            print(f"gain: x{result['episodes_per_s_gain']:.2f} episodes/s")
+        else:
+            argv = eval_args(args, Path(tmp) / "eval", "random")
+            raw = rates(run_raw(parse_config(EvalPipelineConfig, argv)))
+            harness = rates(run_harness(argv))
+            result = {
+                "raw": raw,
+                "lerobot_eval": harness,
+                "steps_ratio": harness["steps_per_s"] / raw["steps_per_s"],
+                "episodes_ratio": harness["episodes_per_s"] / raw["episodes_per_s"],
+            }
+            for name, r in (("raw simulator loop", raw), ("lerobot-eval", harness)):
+                print(
+                    f"{name:>20}: {r['steps_per_s']:8.1f} env-steps/s  {r['episodes_per_s']:7.3f} episodes/s"
+                    f"  ({r['env_steps']} steps, {r['seconds']:.1f}s)"
+                )
+            print(
+                f"ratio lerobot-eval / raw: {result['steps_ratio']:.3f} (env-steps/s), "
+                f"{result['episodes_ratio']:.3f} (episodes/s)"
+            )
+    result["peak_rss"] = peak_rss_mb()
+    print(
+        f"peak RSS: main process {result['peak_rss']['main_process_mb']:.0f} MB, "
+        f"largest worker {result['peak_rss']['largest_child_mb']:.0f} MB"
+    )
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, **result}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
