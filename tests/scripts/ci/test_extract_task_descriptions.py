@@ -1,0 +1,74 @@
+"""scripts/ci/extract_task_descriptions.py, run as a subprocess the way the benchmark images run it."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lerobot.envs import metaworld
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "ci" / "extract_task_descriptions.py"
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def extract(tmp_path: Path, env: str, task: str) -> dict[str, str]:
+    output = tmp_path / "out" / "task_descriptions.json"
+    result = run_script("--env", env, "--task", task, "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    return json.loads(output.read_text())
+
+
+def test_metaworld_task_and_group_keys_and_instructions(tmp_path):
+    descriptions = extract(tmp_path, "metaworld", "push-v3,easy")
+
+    easy = metaworld.difficulty_groups()["easy"]
+    assert len(easy) == 28
+    assert list(descriptions) == ["push-v3_0"] + [f"easy_{i}" for i in range(28)]
+    assert descriptions["push-v3_0"] == metaworld.task_description("push-v3") == "Push the puck to a goal"
+    assert descriptions["easy_0"] == metaworld.task_description(easy[0])
+    assert descriptions["easy_27"] == metaworld.task_description(easy[27])
+    assert all(descriptions[f"easy_{i}"] == metaworld.task_description(name) for i, name in enumerate(easy))
+
+
+def test_metaworld_prefixed_task_name_is_keyed_by_its_short_name(tmp_path):
+    assert extract(tmp_path, "metaworld", "metaworld-reach-v3") == {
+        "reach-v3_0": metaworld.task_description("reach-v3")
+    }
+
+
+def test_unknown_task_exits_2_with_a_hint(tmp_path):
+    output = tmp_path / "task_descriptions.json"
+    result = run_script("--env", "metaworld", "--task", "pushh-v3", "--output", str(output))
+    assert result.returncode == 2
+    assert "--env.task='pushh-v3'" in result.stderr and "did you mean 'push-v3'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not output.exists()
+
+
+def test_unknown_env_is_rejected_with_the_choices(tmp_path):
+    result = run_script("--env", "pusht", "--task", "x", "--output", str(tmp_path / "t.json"))
+    assert result.returncode == 2
+    assert "libero" in result.stderr and "metaworld" in result.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libero") is None, reason="the libero extra is not installed")
+def test_libero_suite_keys_and_instructions(tmp_path):
+    from lerobot.envs import libero
+
+    descriptions = extract(tmp_path, "libero", "libero_10,libero_spatial")
+
+    assert list(descriptions) == [f"libero_10_{i}" for i in range(10)] + [
+        f"libero_spatial_{i}" for i in range(10)
+    ]
+    config = libero.LiberoEnvConfig(task="libero_10")
+    first_task = config.task_groups()["libero_10"][0]
+    assert descriptions["libero_10_0"] == libero.task_description(first_task)
+    assert all(isinstance(text, str) and text for text in descriptions.values())
