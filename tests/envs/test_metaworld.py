@@ -190,3 +190,18 @@ def test_simulator_set_up_matches_metaworld_mt1(metaworld, task):
     finally:
         reference.close()
         ours.close()
+
+
+def test_fast_render_changes_pixels_but_not_the_simulation(metaworld):
+    """Opt-in only: it drops shadows, reflections and anti-aliasing, which policies notice."""
+    default = MetaworldEnv("push-v3", observation_height=64, observation_width=64)
+    fast = MetaworldEnv("push-v3", observation_height=64, observation_width=64, fast_render=True)
+    try:
+        obs_default, _ = default.reset(seed=2)
+        obs_fast, _ = fast.reset(seed=2)
+        np.testing.assert_array_equal(obs_default["environment_state"], obs_fast["environment_state"])
+        assert obs_fast["pixels"].shape == obs_default["pixels"].shape
+        assert not np.array_equal(obs_fast["pixels"], obs_default["pixels"])
+    finally:
+        default.close()
+        fast.close()

@@ -115,8 +115,10 @@ class MetaworldEnv(gym.Env):
         observation_width: int = 480,
         episode_length: int = MAX_PATH_LENGTH,
         terminate_on_success: bool = True,
+        fast_render: bool = False,
     ):
         self.task = task
+        self.fast_render = fast_render
         self.task_description = task_description(task)
         self.obs_type = obs_type
         self.camera_names = tuple(camera_names)
@@ -140,6 +142,8 @@ class MetaworldEnv(gym.Env):
             model = self._sim.model
             model.vis.global_.offwidth = max(model.vis.global_.offwidth, self.width)
             model.vis.global_.offheight = max(model.vis.global_.offheight, self.height)
+            if self.fast_render:
+                model.vis.quality.offsamples = 0  # no multisample anti-aliasing
         return self._sim
 
     def _render_camera(self, camera: str) -> np.ndarray:
@@ -151,6 +155,9 @@ class MetaworldEnv(gym.Env):
             if self._renderer is None:
                 self._renderer = mujoco.Renderer(sim.model, self.height, self.width)
             self._renderer.update_scene(sim.data, camera=camera)
+            if self.fast_render:
+                self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+                self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
             image = self._renderer.render()
             if camera in ROTATED_CAMERAS:
                 image = np.ascontiguousarray(image[::-1, ::-1])
@@ -275,6 +282,9 @@ class MetaworldEnvConfig(EnvConfig):
     """Step limit per episode (at most Meta-World's 500)."""
     terminate_on_success: bool = True
     """End an episode at its first success (LeRobot's protocol)."""
+    fast_render: bool = False
+    """Render without shadows, reflections and anti-aliasing: faster on software GL, but the
+    images differ from the default ones, so use it only for policies trained with it."""
 
     def __post_init__(self) -> None:
         if self.obs_type not in OBS_TYPES:
@@ -310,6 +320,7 @@ class MetaworldEnvConfig(EnvConfig):
             observation_width=self.observation_width,
             episode_length=self.episode_length,
             terminate_on_success=self.terminate_on_success,
+            fast_render=self.fast_render,
         )
 
     def observation_space(self) -> spaces.Dict:
