@@ -44,7 +44,10 @@ class FakeEnv(gym.Env):
             os._exit(3)
         self.seed_, self.t = seed or 0, 0
         self.episode_index = (options or {}).get("episode_index")
-        return self._obs(), {}
+        # Like LIBERO: a fixed initial state picked by episode index.
+        return self._obs(), {
+            "init_state_index": None if self.episode_index is None else self.episode_index % 3
+        }
 
     def step(self, action):
         self._maybe_fail_once()

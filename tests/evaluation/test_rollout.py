@@ -96,6 +96,11 @@ def test_each_reset_tells_the_env_its_episode_index():
     assert env.call("episode_index") == (2, 3)  # the last episodes each slot ran
 
 
+def test_results_keep_the_init_state_the_env_reported():
+    results = run_episodes(make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=5, start_seed=0))
+    assert [r.init_state_index for r in results] == [0, 1, 2, 0, 1]
+
+
 def test_without_refilling_a_new_wave_waits_for_the_whole_batch():
     policy = RecordingPolicy()
     run_episodes(make_vec(2), policy, RolloutSettings(n_episodes=4, start_seed=0, continuous_batching=False))

@@ -54,6 +54,9 @@ class EpisodeResult:
     """How many times the episode was re-run from its start after its env crashed or hung."""
     failure_reason: str | None = None
     """Set when every attempt failed; the episode then counts as unsuccessful."""
+    init_state_index: int | None = None
+    """Which of the task's fixed initial states the episode started from (LIBERO), as the env
+    reported it in its reset info."""
 
 
 @dataclass
@@ -91,6 +94,7 @@ class _RunningEpisode:
     n_steps: int = 0
     success: bool = False
     success_at_end: bool = False
+    init_state_index: int | None = None
     video: EpisodeVideo | None = None
 
     def record(self, step: StepResult) -> None:
@@ -119,6 +123,7 @@ class _RunningEpisode:
             wall_s=time.perf_counter() - self.started_at,
             video_path=video_path,
             retries=self.retries,
+            init_state_index=self.init_state_index,
         )
 
     def abandon(self, reason: str) -> EpisodeResult:
@@ -135,6 +140,7 @@ class _RunningEpisode:
             wall_s=time.perf_counter() - self.started_at,
             retries=self.retries,
             failure_reason=reason,
+            init_state_index=self.init_state_index,
         )
 
     def discard_video(self) -> None:
@@ -210,7 +216,9 @@ class _RolloutLoop:
             if isinstance(outcome, SlotFailure):
                 self._handle_failure(env_id, outcome.describe("reset"))
             else:
-                self.observations[env_id] = outcome[0]
+                observation, info = outcome
+                self.observations[env_id] = observation
+                self.slots[env_id].init_state_index = info.get("init_state_index")
         self.policy.reset(env_ids=starting, seeds=seeds)
         self._open_videos([i for i in starting if self.slots[i] is not None])
 
