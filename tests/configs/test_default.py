@@ -46,3 +46,16 @@ def test_a_single_env_runs_in_process():
 def test_bad_values_are_rejected_with_the_flag_name(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         EvalConfig(**kwargs)
+
+
+def test_shard_spec_and_its_batch_size():
+    cfg = EvalConfig(n_episodes=10, batch_size=8, shard="2/4")
+    assert cfg.shard_spec == (2, 4)
+    assert cfg.episodes_per_task == 2  # episodes 2 and 6
+    assert cfg.resolved_batch_size == 2
+
+
+@pytest.mark.parametrize("shard", ["4/4", "1", "a/b", "-1/2"])
+def test_bad_shard_names_the_flag(shard):
+    with pytest.raises(ConfigError, match=r"^--eval.shard=.*: must be i/n with 0 <= i < n, e.g. 0/4$"):
+        EvalConfig(shard=shard)

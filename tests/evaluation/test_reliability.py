@@ -45,7 +45,7 @@ def test_a_worker_that_dies_is_replaced_and_its_episode_rerun(tmp_path):
 
 def test_a_hung_worker_is_killed_after_the_step_timeout(tmp_path):
     reference = run(make_vec(2))
-    results = run(make_vec(2, step_timeout_s=2.0, fail_once=("hang", 4, str(tmp_path / "hung"))))
+    results = run(make_vec(2, step_timeout_s=5.0, fail_once=("hang", 4, str(tmp_path / "hung"))))
     assert outcomes(results) == outcomes(reference)
     assert results[4].retries == 1
 

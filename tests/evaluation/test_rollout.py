@@ -155,3 +155,17 @@ def test_eval_policy_single_env_shape():
     info = eval_policy(make_vec(1), RecordingPolicy(), n_episodes=3, start_seed=0)
     assert info["aggregated"]["n_episodes"] == 3
     assert [e["episode_ix"] for e in info["per_episode"]] == [0, 1, 2]
+
+
+def test_a_shard_runs_every_nth_episode_with_the_same_results():
+    full = run_episodes(make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=7, start_seed=0))
+    shards = [
+        run_episodes(
+            make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=7, start_seed=0, shard=(i, 3))
+        )
+        for i in range(3)
+    ]
+    assert [[r.episode_index for r in shard] for shard in shards] == [[0, 3, 6], [1, 4], [2, 5]]
+    merged = sorted((r for shard in shards for r in shard), key=lambda r: r.episode_index)
+    strip = lambda rs: [(r.seed, r.success, r.sum_reward, r.n_steps) for r in rs]  # noqa: E731
+    assert strip(merged) == strip(full)

@@ -40,11 +40,15 @@ class EvalConfig:
     step_timeout_s: float = 300.0
     """A worker that does not answer a reset or step within this time is killed and replaced
     (the first reset includes building the simulator)."""
+    shard: str | None = None
+    """`i/n`: run only episodes e with e % n == i of every task (0 <= i < n), into this run's
+    own output dir; `lerobot-eval-merge` joins the shards. Default: all episodes."""
     max_episode_retries: int = 2
     """Re-runs (from the start, same seed) of an episode whose worker crashed or hung; after
     that it is recorded as failed with its reason."""
 
     def __post_init__(self) -> None:
+        _ = self.shard_spec  # validates --eval.shard before anything starts
         if self.n_episodes <= 0:
             raise ConfigError(f"--eval.n_episodes={self.n_episodes}: must be a positive integer")
         if self.batch_size < 0:
@@ -59,11 +63,30 @@ class EvalConfig:
             raise ConfigError(f"--eval.max_episodes_rendered={self.max_episodes_rendered}: must be 0 or more")
 
     @property
+    def shard_spec(self) -> tuple[int, int] | None:
+        """(index, count) from `--eval.shard=i/n`, or None for all episodes."""
+        if self.shard is None:
+            return None
+        index, _, count = self.shard.partition("/")
+        if not (index.isdigit() and count.isdigit() and 0 <= int(index) < int(count)):
+            raise ConfigError(f"--eval.shard={self.shard!r}: must be i/n with 0 <= i < n, e.g. 0/4")
+        return int(index), int(count)
+
+    @property
     def resolved_batch_size(self) -> int:
         """The number of envs actually used: auto when 0, never more than n_episodes."""
+        episodes = self.episodes_per_task
         if self.batch_size == 0:
-            return auto_batch_size(self.n_episodes)
-        return min(self.batch_size, self.n_episodes)
+            return auto_batch_size(episodes)
+        return min(self.batch_size, episodes)
+
+    @property
+    def episodes_per_task(self) -> int:
+        """Episodes of each task this run executes (all of them, or this shard's)."""
+        if self.shard_spec is None:
+            return self.n_episodes
+        index, count = self.shard_spec
+        return max(1, len(range(index, self.n_episodes, count)))
 
     @property
     def resolved_use_async(self) -> bool:

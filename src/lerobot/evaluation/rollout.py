@@ -78,8 +78,14 @@ class RolloutSettings:
     postprocessor: ActionHook | None = None
     on_episode_end: Callable[[EpisodeResult], None] | None = None
 
+    shard: tuple[int, int] | None = None
+    """(i, n): only episodes e with e % n == i."""
+
     def pending_episodes(self) -> list[int]:
         indices = range(self.n_episodes) if self.episode_indices is None else self.episode_indices
+        if self.shard is not None:
+            index, count = self.shard
+            indices = [e for e in indices if e % count == index]
         return sorted(indices)
 
 

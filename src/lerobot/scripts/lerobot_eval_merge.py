@@ -1,0 +1,46 @@
+"""`lerobot-eval-merge`: join sharded `lerobot-eval` runs into one eval_info.json.
+
+lerobot-eval-merge outputs/shard0 outputs/shard1 --output_dir=outputs/merged
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import lerobot.envs  # noqa: F401  (registers --env.type values, needed to read run configs)
+import lerobot.policies  # noqa: F401
+from lerobot.configs.parser import USAGE_EXIT_CODE
+from lerobot.evaluation.merge import merge_runs
+from lerobot.utils.errors import ConfigError
+from lerobot.utils.logging_utils import init_logging
+
+logger = logging.getLogger(__name__)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    init_logging()
+    parser = argparse.ArgumentParser(prog="lerobot-eval-merge", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dirs", nargs="+", type=Path, help="output directories of the shards")
+    parser.add_argument("--output_dir", type=Path, required=True, help="where the merged results go")
+    args = parser.parse_args(argv)
+    try:
+        info = merge_runs(args.run_dirs, args.output_dir)
+    except ConfigError as exc:
+        sys.stderr.write(f"lerobot-eval-merge: {exc}\n")
+        return USAGE_EXIT_CODE
+    missing = info["missing_episodes"]
+    logger.info(
+        "merged %d episodes: %.1f%% success%s",
+        info["overall"]["n_episodes"],
+        info["overall"]["pc_success"] or 0.0,
+        f"; {len(missing)} episodes missing (see missing_episodes)" if missing else "",
+    )
+    return 0 if not missing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
