@@ -57,3 +57,25 @@ def test_an_episode_failing_every_time_is_recorded_as_failed_and_the_rest_goes_o
     assert not failed.success and failed.retries == 1
     assert "fake crash at seed 2" in failed.failure_reason and "reset (error)" in failed.failure_reason
     assert all(r.failure_reason is None for r in results if r.episode_index != 2)
+
+
+def test_signals_wait_for_the_end_of_a_journal_append(tmp_path):
+    import os
+    import signal
+
+    from lerobot.evaluation.journal import EpisodeJournal
+    from lerobot.evaluation.rollout import EpisodeResult
+    from lerobot.utils.signals import Interrupted, interrupts_as_exceptions, signals_deferred
+
+    journal = EpisodeJournal(tmp_path)
+    result = EpisodeResult(0, 0, True, True, 1.0, 1.0, 3, 0.1)
+    with interrupts_as_exceptions():
+        try:
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGINT)  # arrives mid-block, handled after it
+                journal.append("g", 0, "t", "d", result)
+                interrupted_inside = False
+        except Interrupted:
+            interrupted_inside = None
+    assert interrupted_inside is None  # the interrupt was raised, but only after the block
+    assert len(journal.records) == 1 == len((tmp_path / "episodes.jsonl").read_text().splitlines())

@@ -17,6 +17,7 @@ from typing import Any
 
 from lerobot.evaluation.metrics import to_strict_json
 from lerobot.evaluation.rollout import EpisodeResult
+from lerobot.utils.signals import signals_deferred
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +63,14 @@ class EpisodeJournal:
         record.update(asdict(result))
         line = json.dumps(to_strict_json(record), allow_nan=False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self.records.append(record)
+        # File and memory must agree even if Ctrl-C lands mid-append: the partial results
+        # written on interrupt come from memory, a resume reads the file.
+        with signals_deferred():
+            with self.path.open("a") as f:
+                f.write(line + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            self.records.append(record)
 
 
 def result_from_record(record: dict[str, Any]) -> EpisodeResult:

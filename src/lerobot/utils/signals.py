@@ -29,16 +29,43 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+_deferral_depth = 0
+_pending_signal: int | None = None
+
+
+def _raise_interrupted(signum: int, frame) -> None:
+    global _pending_signal
+    if _deferral_depth:
+        _pending_signal = signum  # raised when the critical section ends
+        return
+    raise Interrupted(signum)
+
+
 @contextlib.contextmanager
 def interrupts_as_exceptions() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise Interrupted; handlers restored afterwards."""
-
-    def handler(signum, frame):
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Let a short critical write finish before an interrupt is raised.
+
+    A signal arriving inside the block is remembered and raised as Interrupted when the
+    outermost block ends. (Signal masks cannot do this: the kernel hands a process signal to
+    any thread that does not block it, torch's and tqdm's included.)
+    """
+    global _deferral_depth, _pending_signal
+    _deferral_depth += 1
+    try:
+        yield
+    finally:
+        _deferral_depth -= 1
+        if _deferral_depth == 0 and _pending_signal is not None:
+            signum, _pending_signal = _pending_signal, None
+            raise Interrupted(signum)
