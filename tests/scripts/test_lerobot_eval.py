@@ -134,6 +134,10 @@ BAD_INPUTS = {
         "--policy.type: invalid choice: 'smolvla' (choose from",
     ),
     "missing policy": (["--env.type=metaworld"], "--policy.type: required; choose one of"),
+    "unknown log level": (
+        ["--env.type=metaworld", "--policy.type=random", "--log_level=LOUD"],
+        "argument --log_level: invalid choice: 'LOUD' (choose from 'DEBUG', 'INFO', 'WARNING', 'ERROR')",
+    ),
     "non-integer": (
         ["--env.type=metaworld", "--policy.type=random", "--eval.n_episodes=ten"],
         "--eval.n_episodes: Couldn't parse 'ten' into an int",

@@ -126,6 +126,8 @@ def test_ctrl_c_writes_partial_results_and_leaves_no_workers(tmp_path):
     assert proc.returncode == 128 + signal.SIGINT, stderr.decode()[-2000:]
     info = json.loads((out / "eval_info.json").read_text())
     assert info["complete"] is False
+    assert "Partial results" in (out / "report.html").read_text()
+    assert "Partial results" in (out / "summary.md").read_text()
     assert info["overall"]["n_episodes"] == len(journal_lines(out)) < 6
     time.sleep(0.5)
     assert processes_with_marker(marker) == []

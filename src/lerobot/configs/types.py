@@ -17,3 +17,18 @@ class PolicyFeature:
 
     type: FeatureType
     shape: tuple[int, ...]
+
+
+class NormalizationMode(StrEnum):
+    """How a feature is scaled before the policy sees it (and actions after it returns them)."""
+
+    MIN_MAX = "MIN_MAX"
+    """Map [min, max] to [-1, 1]."""
+    MEAN_STD = "MEAN_STD"
+    """Subtract the mean, divide by the standard deviation."""
+    QUANTILES = "QUANTILES"
+    """Map [q01, q99] to [-1, 1]."""
+    QUANTILE10 = "QUANTILE10"
+    """Map [q10, q90] to [-1, 1]."""
+    IDENTITY = "IDENTITY"
+    """Leave the feature as it is."""

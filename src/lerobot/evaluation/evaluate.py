@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -21,8 +22,13 @@ from lerobot.evaluation.metrics import (
     episode_record,
     write_eval_info,
 )
-from lerobot.evaluation.resume import prepare_output_dir
+from lerobot.evaluation.progress import task_progress
+from lerobot.evaluation.provenance import collect_provenance, utc_now
+from lerobot.evaluation.report import write_report
+from lerobot.evaluation.report_text import render_task_table
+from lerobot.evaluation.resume import encode_config, prepare_output_dir
 from lerobot.evaluation.rollout import EpisodeResult, RolloutSettings, run_episodes
+from lerobot.evaluation.run_results import run_from_info
 from lerobot.policies.factory import make_policy
 from lerobot.policies.pretrained import PreTrainedPolicy
 
@@ -123,21 +129,26 @@ def eval_policy_all(
 
 
 def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
-    """What `lerobot-eval` does: build envs and policy, evaluate, write eval_info.json.
+    """What `lerobot-eval` does: build envs and policy, evaluate, write the results.
 
     Every finished episode goes to episodes.jsonl first. If the run is interrupted (Ctrl-C,
-    SIGTERM), eval_info.json is still written from what finished, with `"complete": false`,
-    and the interrupt propagates; `--eval.resume=true` picks up from there.
+    SIGTERM), eval_info.json and the report are still written from what finished, with
+    `"complete": false`, and the interrupt propagates; `--eval.resume=true` picks up from there.
     """
+    from lerobot.policies.factory import make_pre_post_processors
+
+    # Checkpoint problems surface here, before any output is written or simulator started.
+    policy = make_policy(cfg.policy, cfg.env)
+    preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
     prepare_output_dir(cfg)
     journal = EpisodeJournal(cfg.output_dir)
     n_envs, use_async = cfg.eval.resolved_batch_size, cfg.eval.resolved_use_async
     logger.info("output dir: %s", cfg.output_dir)
     logger.info("envs per task: %d (%s)", n_envs, "async workers" if use_async else "in-process")
-    if journal.records:
-        logger.info("resuming: %d episodes already finished", len(journal.records))
-    started = time.perf_counter()
-    policy = make_policy(cfg.policy, cfg.env)
+    n_resumed = len(journal.records)
+    if n_resumed:
+        logger.info("resuming: %d episodes already finished", n_resumed)
+    started, started_at = time.perf_counter(), utc_now()
     envs = make_env(cfg.env, n_envs=n_envs, use_async_envs=use_async)
     for by_id in envs.values():
         for env in by_id.values():
@@ -146,6 +157,8 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
         info = eval_policy_all(
             envs,
             policy,
+            preprocessor=preprocessor,
+            postprocessor=postprocessor,
             n_episodes=cfg.eval.n_episodes,
             max_episodes_rendered=cfg.eval.max_episodes_rendered,
             videos_dir=Path(cfg.output_dir) / "videos",
@@ -157,13 +170,45 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
             journal=journal,
         )
     except BaseException:
-        write_eval_info(partial_eval_info(journal, envs, time.perf_counter() - started), cfg.output_dir)
+        partial = partial_eval_info(journal, envs, time.perf_counter() - started)
+        write_results(cfg, partial, started_at, n_resumed, interrupted=True)
         logger.warning("interrupted: eval_info.json holds the %d finished episodes", len(journal.records))
         raise
     finally:
         close_envs(envs)
-    write_eval_info(info, cfg.output_dir)
+    write_results(cfg, info, started_at, n_resumed)
     return info
+
+
+def write_results(
+    cfg: EvalPipelineConfig,
+    info: dict[str, Any],
+    started_at: dt.datetime,
+    n_resumed: int,
+    interrupted: bool = False,
+) -> None:
+    """Add provenance to `info`, write eval_info.json, then report.html, summary.md and the log table.
+
+    eval_info.json goes first: it is the record, the rest are views of it. After an interrupt,
+    a failing report is only logged, so that the interrupt itself still decides the exit code.
+    """
+    info["provenance"] = collect_provenance(
+        encode_config(cfg),
+        started_at,
+        utc_now(),
+        [e["wall_s"] for e in info["per_episode"] if e.get("wall_s") is not None],
+        n_resumed,
+    )
+    write_eval_info(info, cfg.output_dir)
+    try:
+        write_report(cfg.output_dir, info)
+    except Exception:
+        if not interrupted:
+            raise
+        logger.exception(
+            "could not write report.html; rebuild it with lerobot-eval-report %s", cfg.output_dir
+        )
+    logger.info("results per task:\n%s", render_task_table(run_from_info(info, Path(cfg.output_dir))))
 
 
 def partial_eval_info(journal: EpisodeJournal, envs: EnvsByGroup, eval_s: float) -> dict[str, Any]:
@@ -195,11 +240,6 @@ def _run_task(
     started = time.perf_counter()
     task_name, description = _task_identity(env)
     done = journal.done_episodes(group, task_id) if journal else {}
-
-    def on_episode_end(result: EpisodeResult) -> None:
-        if journal is not None:
-            journal.append(group, task_id, task_name, description, result)
-
     settings = dataclasses.replace(
         settings,
         episode_indices=[e for e in range(settings.n_episodes) if e not in done],
@@ -207,20 +247,33 @@ def _run_task(
         if settings.videos_dir and group
         else settings.videos_dir,
         fps=env.metadata.get("render_fps", DEFAULT_FPS),
-        on_episode_end=on_episode_end,
     )
-    try:
-        new = run_episodes(env, policy, settings)
-    finally:
-        env.close()
+    label = _task_label(group, task_id, task_name)
+    n_total = len(done) + len(settings.pending_episodes())
+    with task_progress(label, n_total, list(done.values())) as progress:
+
+        def on_episode_end(result: EpisodeResult) -> None:
+            if journal is not None:
+                journal.append(group, task_id, task_name, description, result)
+            progress.update(result)
+            _log_episode(label, result)
+
+        try:
+            new = run_episodes(env, policy, dataclasses.replace(settings, on_episode_end=on_episode_end))
+        finally:
+            env.close()
     episodes = sorted([*done.values(), *new], key=_index)
     result = _task_result(env, group, task_id, episodes, time.perf_counter() - started)
+    metrics = aggregate(episodes, result.eval_s)
+    low, high = metrics["pc_success_ci95"] or (0.0, 0.0)
     logger.info(
-        "%s task %d (%s): %.1f%% success over %d episodes (%d run now) in %.1fs",
+        "%s task %d (%s): %.1f%% success (95%% CI %.1f-%.1f) over %d episodes (%d run now) in %.1fs",
         group or "task",
         task_id,
         task_name,
-        aggregate(episodes, result.eval_s)["pc_success"] or 0.0,
+        metrics["pc_success"] or 0.0,
+        low,
+        high,
         len(episodes),
         len(new),
         result.eval_s,
@@ -243,6 +296,25 @@ def _run_summary(tasks: list[TaskResult], complete: bool) -> dict[str, Any]:
         "n_episodes_retried": sum(1 for e in episodes if e.retries),
         "n_episodes_failed": sum(1 for e in episodes if e.failure_reason),
     }
+
+
+def _log_episode(label: str, result: EpisodeResult) -> None:
+    logger.debug(
+        "%s episode %d (seed %d): %s after %d steps, %.1fs",
+        label,
+        result.episode_index,
+        result.seed,
+        "success" if result.success else "failure",
+        result.n_steps,
+        result.wall_s,
+    )
+
+
+def _task_label(group: str, task_id: int, task_name: str) -> str:
+    """Short name for the progress bar: the task when it is its own suite, else suite and id."""
+    if not group or group == task_name:
+        return task_name or f"task {task_id}"
+    return f"{group} #{task_id}"
 
 
 def _task_identity(env: LazyVectorEnv) -> tuple[str, str]:

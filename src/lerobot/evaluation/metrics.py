@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lerobot.evaluation.rollout import EpisodeResult
+from lerobot.evaluation.stats import pc_wilson_interval
 
 EVAL_INFO_FILENAME = "eval_info.json"
 
@@ -33,10 +34,14 @@ class TaskResult:
 
 
 def aggregate(episodes: Sequence[EpisodeResult], eval_s: float) -> dict[str, Any]:
-    """LeRobot's aggregate keys for a set of episodes (None where there is nothing to average)."""
+    """LeRobot's aggregate keys for a set of episodes (None where there is nothing to average),
+    plus the success count and its 95% Wilson interval in percent (`pc_success_ci95`)."""
     n = len(episodes)
+    n_successes = sum(1 for e in episodes if e.success)
     return {
         "pc_success": _mean([100.0 * e.success for e in episodes]),
+        "pc_success_ci95": pc_wilson_interval(n_successes, n),
+        "n_successes": n_successes,
         "pc_success_at_end": _mean([100.0 * e.success_at_end for e in episodes]),
         "n_episodes": n,
         "avg_sum_reward": _mean([e.sum_reward for e in episodes]),
@@ -118,14 +123,24 @@ def to_strict_json(value: Any) -> Any:
 
 def write_json_atomic(data: Any, path: Path) -> Path:
     """Write strict JSON through a temporary file and a rename: readers never see half a file."""
+    return write_text_atomic(json.dumps(to_strict_json(data), indent=2, allow_nan=False), path)
+
+
+def write_text_atomic(text: str, path: Path) -> Path:
+    """Write `text` to a temporary file in the same folder, fsync it, then rename it over `path`.
+
+    The file gets the permissions a plain `open` would give it (mkstemp makes it private), so
+    results on a shared disk stay readable by the rest of the team.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(to_strict_json(data), f, indent=2, allow_nan=False)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_current_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -135,6 +150,12 @@ def write_json_atomic(data: Any, path: Path) -> Path:
 
 def write_eval_info(info: dict, output_dir: Path) -> Path:
     return write_json_atomic(info, Path(output_dir) / EVAL_INFO_FILENAME)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -2,7 +2,8 @@
 
 The resolved config is saved as run_config.json when a run starts. A resumed run must use the
 settings that decide per-episode results (env, policy, seed, episodes per task, key renames);
-batch size, workers, timeouts and videos may change, since results do not depend on them.
+batch size, workers, backend (local or Ray), timeouts and videos may change, since results do
+not depend on them.
 """
 
 from __future__ import annotations
@@ -28,9 +29,15 @@ NEUTRAL_KEYS = (
     "eval.resume",
     "eval.step_timeout_s",
     "eval.max_episode_retries",
+    "eval.backend",
+    "eval.ray_address",
+    "eval.num_workers",
+    "eval.gpus_per_worker",
+    "eval.envs_per_worker",
     "output_dir",
     "job_name",
     "policy.device",
+    "log_level",
 )
 
 

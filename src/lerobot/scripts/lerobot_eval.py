@@ -3,7 +3,8 @@
     lerobot-eval --policy.type=metaworld_expert --env.type=metaworld --env.task=push-v3 \\
         --eval.n_episodes=10
 
-Writes eval_info.json (per episode, task, group and overall) and mp4 videos to --output_dir.
+Writes eval_info.json (per episode, task, group and overall, with 95% intervals and provenance),
+report.html, summary.md and mp4 videos to --output_dir. `--log_level=DEBUG` for more detail.
 `eval_policy` and `eval_policy_all` are re-exported here for code written against LeRobot.
 """
 
@@ -36,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
+    init_logging(cfg.log_level)
     try:
         with interrupts_as_exceptions():
             info = evaluate(cfg)

@@ -1,0 +1,49 @@
+"""Human-readable views of eval_info.json: report.html and summary.md (and comparisons).
+
+eval_info.json is the record; these files are how people read it. `lerobot-eval` writes them
+when a run ends (also an interrupted one), and `lerobot-eval-report` rebuilds them from
+eval_info.json alone, so a report can always be redone with a newer version of this code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lerobot.evaluation.metrics import write_text_atomic
+from lerobot.evaluation.report_html import render_comparison, render_report
+from lerobot.evaluation.report_text import render_comparison_summary, render_summary
+from lerobot.evaluation.run_results import RunResults, load_run, run_from_info, run_labels
+
+logger = logging.getLogger(__name__)
+
+REPORT_FILENAME = "report.html"
+SUMMARY_FILENAME = "summary.md"
+COMPARISON_FILENAME = "comparison.html"
+COMPARISON_SUMMARY_FILENAME = "comparison.md"
+
+
+def write_report(output_dir: Path, info: dict[str, Any] | None = None) -> list[Path]:
+    """Write report.html and summary.md into `output_dir` from `info` (default: its eval_info.json)."""
+    output_dir = Path(output_dir)
+    run = load_run(output_dir) if info is None else run_from_info(info, output_dir)
+    paths = [
+        write_text_atomic(render_report(run), output_dir / REPORT_FILENAME),
+        write_text_atomic(render_summary(run), output_dir / SUMMARY_FILENAME),
+    ]
+    logger.info("report: %s", paths[0])
+    return paths
+
+
+def write_comparison(runs: Sequence[RunResults], output_dir: Path) -> list[Path]:
+    """Write comparison.html and comparison.md: the runs side by side, task by task."""
+    output_dir = Path(output_dir)
+    labels = run_labels(runs)
+    paths = [
+        write_text_atomic(render_comparison(runs, labels, output_dir), output_dir / COMPARISON_FILENAME),
+        write_text_atomic(render_comparison_summary(runs, labels), output_dir / COMPARISON_SUMMARY_FILENAME),
+    ]
+    logger.info("comparison: %s", paths[0])
+    return paths

@@ -1,0 +1,172 @@
+"""Text views of results: summary.md for papers and pull requests, and the console table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lerobot.evaluation.run_results import (
+    Rate,
+    RunResults,
+    comparability_warning,
+    compared_tasks,
+    task_rates,
+)
+
+DASH = "\u2013"  # en dash, for ranges and missing values in HTML and markdown
+
+
+# -- summary.md ------------------------------------------------------------------------------
+
+
+RATE_HEADER = ["Episodes", "Success %", "95% CI", "Success at end %", "Avg. steps"]
+
+
+def render_summary(run: RunResults) -> str:
+    """A short markdown table to paste into a paper draft or a pull request.
+
+    Benchmarks with suites (LIBERO) are reported per suite in papers: then the suite table
+    comes first and the per-task table follows, folded.
+    """
+    lines = [f"## {run.title()}", ""]
+    if not run.complete:
+        lines += ["**Partial results: the run was interrupted.**", ""]
+    if run.has_suites:
+        lines += [*_suite_table(run), "", "<details><summary>Per task</summary>", ""]
+        lines += [*_summary_task_table(run), "", "</details>", ""]
+    else:
+        lines += [*_summary_task_table(run), ""]
+    return "\n".join([*lines, settings_sentence(run), ""])
+
+
+def _suite_table(run: RunResults) -> list[str]:
+    rows = [[group, *_rate_cells(rate)] for group, rate in run.groups.items()]
+    rows.append(["**Overall**", *_rate_cells(run.overall, bold=True)])
+    return markdown_table(["Suite", *RATE_HEADER], rows, n_text_columns=1)
+
+
+def _summary_task_table(run: RunResults) -> list[str]:
+    suite = run.has_suites
+    header = (["Suite"] if suite else []) + ["Task", *RATE_HEADER]
+    rows = [([row.group] if suite else []) + [row.task, *_rate_cells(row.rate)] for row in run.tasks]
+    rows.append(([""] if suite else []) + ["**Overall**", *_rate_cells(run.overall, bold=True)])
+    return markdown_table(header, rows, n_text_columns=2 if suite else 1)
+
+
+def render_comparison_summary(runs: Sequence[RunResults], labels: Sequence[str]) -> str:
+    """Markdown: one row per task, one 'success % (95% CI)' column per run."""
+    rates = [task_rates(run) for run in runs]
+    rows = [
+        [f"{group} / {task}" if group != task else task] + [_pc_with_ci(r.get((group, task))) for r in rates]
+        for group, task in compared_tasks(runs)
+    ]
+    rows.append(["**Overall**", *(f"**{_pc_with_ci(run.overall)}**" for run in runs)])
+    table = markdown_table(["Task", *labels], rows, n_text_columns=1)
+    notes = [f"- {label}: {settings_sentence(run)}" for label, run in zip(labels, runs, strict=True)]
+    warning = comparability_warning(runs)
+    caption = "Success % (95% Wilson interval)." + (f" **{warning}**" if warning else "")
+    return "\n".join(["## Comparison", "", *table, "", caption, "", *notes, ""])
+
+
+def settings_sentence(run: RunResults) -> str:
+    """One line of the settings a reader needs to judge or reproduce the numbers."""
+    cfg = run.config
+    env, policy, ev = cfg.get("env") or {}, cfg.get("policy") or {}, cfg.get("eval") or {}
+    parts = []
+    if env:
+        parts.append(f"env `{env.get('type')}` task `{env.get('task')}`")
+    if policy:
+        parts.append(f"policy `{policy.get('type')}`")
+    if ev.get("n_episodes") is not None and cfg.get("seed") is not None:
+        first, n = int(cfg["seed"]), int(ev["n_episodes"])
+        parts.append(f"{n} episodes per task, seeds {first}{DASH}{first + n - 1}")
+    versions = run.provenance.get("versions") or {}
+    if versions:
+        parts.append(", ".join(f"{k} {v}" for k, v in versions.items()))
+    git = run.provenance.get("git")
+    if git:
+        parts.append(f"git {git['commit'][:12]}{' (dirty)' if git.get('dirty') else ''}")
+    parts.append("95% CI: Wilson score interval; full settings in eval_info.json")
+    return "; ".join(parts) + "."
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], n_text_columns: int) -> list[str]:
+    """Text columns left-aligned, numbers right-aligned."""
+    align = [":--" if i < n_text_columns else "--:" for i in range(len(header))]
+    return [_md_row(header), _md_row(align), *(_md_row(row) for row in rows)]
+
+
+# -- console table ---------------------------------------------------------------------------
+
+
+def render_task_table(run: RunResults) -> str:
+    """Plain-text per-task table for the log, ending with the overall row."""
+    header = ["suite", "task", "episodes", "success %", "95% CI", "at end %", "avg steps"]
+    rows = [[row.group, row.task, *_rate_cells(row.rate, plain=True)] for row in run.tasks]
+    rows.append(["overall", "", *_rate_cells(run.overall, plain=True)])
+    if not run.has_suites:  # every suite is its own task: one name column is enough
+        header, rows = header[1:], [[r[1] or r[0], *r[2:]] for r in rows]
+    return text_table(header, rows, n_text_columns=1 if not run.has_suites else 2)
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], n_text_columns: int) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            str(c).ljust(w) if i < n_text_columns else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([line(header), *(line(r) for r in rows)])
+
+
+# -- number formatting shared by every view --------------------------------------------------
+
+
+def fmt_pc(value: float | None, dash: str = DASH) -> str:
+    return dash if value is None else f"{value:.1f}"
+
+
+def fmt_ci(interval: Sequence[float] | None, dash: str = DASH, sep: str = DASH) -> str:
+    return dash if not interval else f"{interval[0]:.1f}{sep}{interval[1]:.1f}"
+
+
+def fmt_num(value: float | None, digits: int = 1, dash: str = DASH) -> str:
+    return dash if value is None else f"{value:.{digits}f}"
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """'42.1 s', '12 min 3 s', '2 h 05 min': wall times at the scale people think of them."""
+    if seconds is None:
+        return DASH
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _rate_cells(rate: Rate, bold: bool = False, plain: bool = False) -> list[str]:
+    """Episodes, success, interval, success at end, length; `plain` ASCII for logs."""
+    dash = "-" if plain else DASH
+    success = fmt_pc(rate.pc_success, dash)
+    return [
+        str(rate.n_episodes),
+        f"**{success}**" if bold and rate.pc_success is not None else success,
+        fmt_ci(rate.pc_success_ci95, dash, sep=dash),
+        fmt_pc(rate.pc_success_at_end, dash),
+        fmt_num(rate.avg_episode_length, 1, dash),
+    ]
+
+
+def _pc_with_ci(rate: Rate | None) -> str:
+    if rate is None or rate.pc_success is None:
+        return DASH
+    return f"{fmt_pc(rate.pc_success)} ({fmt_ci(rate.pc_success_ci95)}), n={rate.n_episodes}"
+
+
+def _md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"

@@ -1,0 +1,1 @@
+from lerobot.policies.act.configuration_act import ACTConfig  # noqa: F401

@@ -1,0 +1,88 @@
+"""ACT settings, under the names of LeRobot's `act` config.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
+from lerobot.configs.types import NormalizationMode
+from lerobot.utils.errors import ConfigError
+
+RESNETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
+ACTIVATIONS = ("relu", "gelu", "glu")
+
+
+@PreTrainedConfig.register_subclass("act")
+@dataclass
+class ACTConfig(CheckpointPolicyConfig):
+    """Action Chunking Transformer (Zhao et al., 2023): a ResNet reads each camera, a
+    transformer encoder-decoder turns image features, state and a latent into `chunk_size`
+    future actions, of which the first `n_action_steps` are executed.
+
+    At inference the VAE encoder is unused (the latent is zero); its weights are still part of
+    the module so that checkpoints load with strict key matching.
+    """
+
+    chunk_size: int = 100
+    """Actions predicted per model call."""
+    n_action_steps: int = 100
+    """Actions executed from each chunk before the model is called again."""
+    normalization_mapping: dict[str, NormalizationMode] = field(
+        default_factory=lambda: {
+            "VISUAL": NormalizationMode.MEAN_STD,
+            "STATE": NormalizationMode.MEAN_STD,
+            "ACTION": NormalizationMode.MEAN_STD,
+        }
+    )
+    vision_backbone: str = "resnet18"
+    """ResNet variant reading the cameras; its weights always come from the checkpoint."""
+    pretrained_backbone_weights: str | None = None
+    """Kept for config.json compatibility; nothing is ever downloaded."""
+    replace_final_stride_with_dilation: bool = False
+    """Dilate instead of striding in the ResNet's last stage (Bottleneck ResNets only)."""
+    pre_norm: bool = False
+    """Layer norm before (True) or after (False) each transformer sub-block."""
+    dim_model: int = 512
+    n_heads: int = 8
+    dim_feedforward: int = 3200
+    feedforward_activation: str = "relu"
+    n_encoder_layers: int = 4
+    n_decoder_layers: int = 1
+    use_vae: bool = True
+    """Whether the checkpoint carries a VAE encoder (used in training only)."""
+    latent_dim: int = 32
+    n_vae_encoder_layers: int = 4
+    temporal_ensemble_coeff: float | None = None
+    """Average the overlapping predictions of every past chunk, weighted exp(-coeff * age_rank);
+    needs n_action_steps=1. None executes chunks as they are."""
+    dropout: float = 0.1
+    """Training-time dropout; inactive at evaluation."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.vision_backbone not in RESNETS:
+            raise ConfigError(
+                f"--policy.vision_backbone={self.vision_backbone!r}: must be one of {', '.join(RESNETS)}"
+            )
+        if self.replace_final_stride_with_dilation and self.vision_backbone in ("resnet18", "resnet34"):
+            raise ConfigError(
+                "--policy.replace_final_stride_with_dilation=true: needs a Bottleneck ResNet "
+                f"(resnet50, resnet101, resnet152), not {self.vision_backbone}"
+            )
+        if self.feedforward_activation not in ACTIVATIONS:
+            raise ConfigError(
+                f"--policy.feedforward_activation={self.feedforward_activation!r}: must be one of {', '.join(ACTIVATIONS)}"
+            )
+        if not 1 <= self.n_action_steps <= self.chunk_size:
+            raise ConfigError(
+                f"--policy.n_action_steps={self.n_action_steps}: must be between 1 and --policy.chunk_size={self.chunk_size}"
+            )
+        if self.temporal_ensemble_coeff is not None and self.n_action_steps != 1:
+            raise ConfigError(
+                f"--policy.n_action_steps={self.n_action_steps}: temporal ensembling "
+                f"(--policy.temporal_ensemble_coeff={self.temporal_ensemble_coeff}) needs --policy.n_action_steps=1"
+            )
+        if self.n_obs_steps != 1:
+            raise ConfigError(
+                f"--policy.n_obs_steps={self.n_obs_steps}: ACT reads one observation step; use 1"
+            )

@@ -1,0 +1,1 @@
+from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig  # noqa: F401

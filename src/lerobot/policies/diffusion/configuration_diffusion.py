@@ -1,0 +1,121 @@
+"""Diffusion Policy settings, under the names of LeRobot's `diffusion` config.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
+from lerobot.configs.types import NormalizationMode
+from lerobot.policies.act.configuration_act import RESNETS
+from lerobot.utils.errors import ConfigError
+
+SCHEDULERS = ("DDPM", "DDIM")
+PREDICTION_TYPES = ("epsilon", "sample")
+BETA_SCHEDULES = ("linear", "scaled_linear", "squaredcos_cap_v2")
+
+
+@PreTrainedConfig.register_subclass("diffusion")
+@dataclass
+class DiffusionConfig(CheckpointPolicyConfig):
+    """Diffusion Policy (Chi et al., 2023): a 1-D conditional UNet denoises `horizon` future
+    actions from Gaussian noise, conditioned on the last `n_obs_steps` observations (ResNet
+    keypoint features per camera, state, env state); `n_action_steps` of them are executed,
+    starting at the current step.
+    """
+
+    n_obs_steps: int = 2
+    horizon: int = 64
+    """Actions generated per call, counted from the oldest observation in the history."""
+    n_action_steps: int = 32
+    """Actions executed from each generated sequence before the next call."""
+    normalization_mapping: dict[str, NormalizationMode] = field(
+        default_factory=lambda: {
+            "VISUAL": NormalizationMode.MEAN_STD,
+            "STATE": NormalizationMode.MIN_MAX,
+            "ACTION": NormalizationMode.MIN_MAX,
+        }
+    )
+    vision_backbone: str = "resnet18"
+    """ResNet variant reading the cameras; its weights always come from the checkpoint."""
+    pretrained_backbone_weights: str | None = None
+    """Kept for config.json compatibility; nothing is ever downloaded."""
+    resize_shape: tuple[int, int] | None = None
+    """(H, W) to resize camera images to (bilinear, antialiased) before cropping."""
+    crop_ratio: float = 1.0
+    """With resize_shape: crop to int(resize * ratio) when below 1."""
+    crop_shape: tuple[int, int] | None = None
+    """(H, W) of the centre crop applied at evaluation (random crops are for training)."""
+    crop_is_random: bool = True
+    """Training-time setting; evaluation always crops the centre."""
+    use_group_norm: bool = False
+    """The backbone uses GroupNorm (channels // 16 groups) instead of BatchNorm."""
+    spatial_softmax_num_keypoints: int = 32
+    use_separate_rgb_encoder_per_camera: bool = True
+    down_dims: tuple[int, ...] = (512, 1024, 2048)
+    kernel_size: int = 5
+    n_groups: int = 8
+    diffusion_step_embed_dim: int = 128
+    use_film_scale_modulation: bool = True
+    noise_scheduler_type: str = "DDPM"
+    num_train_timesteps: int = 100
+    beta_schedule: str = "squaredcos_cap_v2"
+    beta_start: float = 0.0001
+    beta_end: float = 0.02
+    prediction_type: str = "epsilon"
+    clip_sample: bool = True
+    clip_sample_range: float = 1.0
+    num_inference_steps: int | None = None
+    """Denoising steps per call; None uses num_train_timesteps."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_choice("vision_backbone", self.vision_backbone, RESNETS)
+        _check_choice("noise_scheduler_type", self.noise_scheduler_type, SCHEDULERS)
+        _check_choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
+        _check_choice("beta_schedule", self.beta_schedule, BETA_SCHEDULES)
+        if self.input_features and self.robot_state_feature is None:
+            raise ConfigError("--policy.input_features: Diffusion Policy needs an 'observation.state' input")
+        if not 0 < self.crop_ratio <= 1.0:
+            raise ConfigError(f"--policy.crop_ratio={self.crop_ratio}: must be in (0, 1]")
+        if self.resize_shape is not None:
+            self.resize_shape = tuple(self.resize_shape)
+            self.crop_shape = self._crop_from_ratio()
+        if self.horizon % 2 ** len(self.down_dims):
+            raise ConfigError(
+                f"--policy.horizon={self.horizon}: must be a multiple of 2^len(down_dims) = {2 ** len(self.down_dims)}"
+            )
+        if self.n_action_steps < 1 or self.n_obs_steps < 1:
+            raise ConfigError(
+                f"--policy.n_action_steps={self.n_action_steps}, --policy.n_obs_steps={self.n_obs_steps}: "
+                "both must be at least 1"
+            )
+        steps = self.resolved_inference_steps
+        if not 1 <= steps <= self.num_train_timesteps:
+            raise ConfigError(
+                f"--policy.num_inference_steps={steps}: must be between 1 and num_train_timesteps={self.num_train_timesteps}"
+            )
+
+    def _crop_from_ratio(self) -> tuple[int, int] | None:
+        """LeRobot derives the crop from resize_shape and crop_ratio whenever resizing."""
+        if self.crop_ratio >= 1.0:
+            return None
+        return int(self.resize_shape[0] * self.crop_ratio), int(self.resize_shape[1] * self.crop_ratio)
+
+    @property
+    def resolved_inference_steps(self) -> int:
+        return self.num_train_timesteps if self.num_inference_steps is None else self.num_inference_steps
+
+    @property
+    def encoder_image_size(self) -> tuple[int, int]:
+        """(H, W) that reaches the backbone: the crop, else the resize, else the raw image."""
+        if self.crop_shape is not None:
+            return tuple(self.crop_shape)
+        if self.resize_shape is not None:
+            return tuple(self.resize_shape)
+        first = next(iter(self.image_features.values()))
+        return first.shape[1], first.shape[2]
+
+
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"--policy.{name}={value!r}: must be one of {', '.join(allowed)}")

@@ -1,0 +1,87 @@
+"""`lerobot-eval-report`: rebuild reports from finished runs, or compare runs side by side.
+
+    lerobot-eval-report outputs/eval/run_a
+        rewrites run_a/report.html and run_a/summary.md from run_a/eval_info.json.
+
+    lerobot-eval-report outputs/eval/run_a outputs/eval/run_b [--output_dir=DIR]
+        writes comparison.html and comparison.md (every task, one bar and column per run, with
+        95% intervals) into DIR, by default the first run's directory. The runs' own reports
+        are left as they are; the comparison links to them.
+
+Nothing is re-evaluated: only eval_info.json is read, so this works on copied result folders,
+on results of older versions and on LeRobot's own eval_info.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from lerobot.configs.parser import USAGE_EXIT_CODE, CliError
+from lerobot.evaluation.report import write_comparison, write_report
+from lerobot.evaluation.run_results import UnreadableResultsError, load_run
+from lerobot.utils.logging_utils import init_logging
+
+PROG = "lerobot-eval-report"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that fails with one line (no usage block), like `lerobot-eval`."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{self.prog}: error: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog=PROG,
+        description="Rebuild report.html/summary.md of a lerobot-eval run, or compare several runs.",
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "runs", nargs="+", type=Path, metavar="OUTPUT_DIR", help="lerobot-eval output directories"
+    )
+    parser.add_argument(
+        "--output_dir",
+        type=Path,
+        default=None,
+        help="where comparison.html and comparison.md go (several runs only); default: the first run's directory",
+    )
+    parser.add_argument("--log_level", choices=LOG_LEVELS, default="INFO")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    init_logging()
+    try:
+        args = build_parser().parse_args(argv)
+        if args.output_dir is not None and len(args.runs) == 1:
+            raise CliError(
+                f"--output_dir={args.output_dir}: only used when comparing several runs; "
+                "a run's report is always written into its own directory"
+            )
+        init_logging(args.log_level)
+        make_reports(args.runs, args.output_dir)
+    except CliError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return USAGE_EXIT_CODE
+    return 0
+
+
+def make_reports(run_dirs: Sequence[Path], output_dir: Path | None) -> list[Path]:
+    """One run: its report. Several: their comparison. Raises CliError for unreadable results."""
+    try:
+        if len(run_dirs) == 1:
+            return write_report(run_dirs[0])
+        runs = [load_run(d) for d in run_dirs]
+    except UnreadableResultsError as exc:
+        raise CliError(f"{PROG}: {exc}") from None
+    return write_comparison(runs, output_dir if output_dir is not None else run_dirs[0])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
