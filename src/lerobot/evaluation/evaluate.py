@@ -97,6 +97,7 @@ def eval_policy_all(
     use_amp: bool = False,
     max_episode_retries: int = 2,
     journal: EpisodeJournal | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Every task of every group, one after the other; per-task, per-group and overall results.
 
@@ -113,6 +114,7 @@ def eval_policy_all(
         continuous_batching=continuous_batching,
         use_amp=use_amp,
         max_episode_retries=max_episode_retries,
+        shard=shard,
         rename_map=dict(rename_map or {}),
         preprocessor=_compose(env_preprocessor, preprocessor),
         postprocessor=_compose(postprocessor, env_postprocessor),
@@ -164,6 +166,7 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
             videos_dir=Path(cfg.output_dir) / "videos",
             start_seed=cfg.seed,
             continuous_batching=cfg.eval.continuous_batching,
+            shard=cfg.eval.shard_spec,
             rename_map=cfg.rename_map,
             use_amp=cfg.policy.use_amp,
             max_episode_retries=cfg.eval.max_episode_retries,

@@ -18,6 +18,7 @@ import draccus
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.evaluation.journal import JOURNAL_FILENAME, EpisodeJournal, result_from_record
 from lerobot.evaluation.metrics import TaskResult, build_eval_info, write_eval_info
+from lerobot.evaluation.report import write_report
 from lerobot.evaluation.resume import RUN_CONFIG_FILENAME, config_differences
 from lerobot.utils.errors import ConfigError
 
@@ -48,6 +49,7 @@ def merge_runs(run_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
     output_dir.mkdir(parents=True, exist_ok=True)
     _write_journal(output_dir, records)
     write_eval_info(info, output_dir)
+    write_report(output_dir, info)
     return info
 
 
