@@ -5,10 +5,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.envs.configs import EnvsByGroup
@@ -31,6 +34,7 @@ from lerobot.evaluation.rollout import EpisodeResult, RolloutSettings, run_episo
 from lerobot.evaluation.run_results import run_from_info
 from lerobot.policies.factory import make_policy
 from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.utils.device import policy_device
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +155,8 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
     if n_resumed:
         logger.info("resuming: %d episodes already finished", n_resumed)
     started, started_at = time.perf_counter(), utc_now()
+    if use_async:
+        share_cores_with_workers(policy, n_envs)
     envs = make_env(cfg.env, n_envs=n_envs, use_async_envs=use_async)
     for by_id in envs.values():
         for env in by_id.values():
@@ -223,6 +229,20 @@ def partial_eval_info(journal: EpisodeJournal, envs: EnvsByGroup, eval_s: float)
             if done:
                 tasks.append(_task_result(env, group, task_id, sorted(done.values(), key=_index), 0.0))
     return build_eval_info(tasks, eval_s, extra=_run_summary(tasks, complete=False))
+
+
+def share_cores_with_workers(policy: PreTrainedPolicy, n_workers: int) -> None:
+    """Leave the cores that env workers use to them when the policy runs on the CPU.
+
+    Torch starts one thread per core; with simulator workers on the same cores, its threads
+    fight them, and small models run many times slower than on a single thread.
+    """
+    if policy_device(policy).type != "cpu":
+        return
+    threads = max(1, (os.cpu_count() or 1) - n_workers)
+    if threads < torch.get_num_threads():
+        logger.info("policy on CPU: %d torch thread(s), the other cores step the envs", threads)
+        torch.set_num_threads(threads)
 
 
 def close_envs(envs: EnvsByGroup) -> None:
