@@ -1,12 +1,17 @@
 """Settings of the evaluation loop itself, shared by `lerobot-eval` and in-training evaluation."""
 
+import importlib.util
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from lerobot.utils.errors import ConfigError
 
 MAX_AUTO_BATCH_SIZE = 64
+BACKENDS = ("local", "ray")
+# Settings of the Ray backend; each one is an error with --eval.backend=local, where it would
+# be silently ignored.
+RAY_ONLY_FIELDS = ("ray_address", "num_workers", "gpus_per_worker", "envs_per_worker")
 
 
 def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
@@ -29,7 +34,8 @@ class EvalConfig:
     """Envs stepped in parallel per task; 0 = auto: min(floor(0.7 x CPU cores), n_episodes, 64).
     A value above n_episodes is clamped to it."""
     use_async_envs: bool = True
-    """Step envs in worker processes; ignored (synchronous) when the batch has one env."""
+    """Step envs in worker processes; ignored (synchronous) when the batch has one env, and by
+    the Ray backend, whose workers step their envs in-process."""
     max_episodes_rendered: int = 10
     """Videos written per task: the first N episodes of each task."""
     continuous_batching: bool = True
@@ -46,9 +52,26 @@ class EvalConfig:
     max_episode_retries: int = 2
     """Re-runs (from the start, same seed) of an episode whose worker crashed or hung; after
     that it is recorded as failed with its reason."""
+    backend: str = "local"
+    """Where episodes run: `local` (this process and its env workers) or `ray` (actors on a
+    Ray cluster, one policy copy each; needs `pip install 'lerobot[ray]'`)."""
+    ray_address: str | None = None
+    """Ray cluster to use with --eval.backend=ray: None starts a Ray instance on this machine
+    for the run; `auto` joins the cluster that `ray start` runs here (any address `ray.init`
+    takes works too)."""
+    num_workers: int = 0
+    """Ray actors, each with one CPU, one policy copy and its envs; 0 = auto: the CPUs Ray
+    reports minus one for the driver (and no more than the GPUs hold with
+    --eval.gpus_per_worker), at least 1."""
+    gpus_per_worker: float = 0.0
+    """GPUs each Ray actor reserves for its policy, fractions allowed (0.5: two per GPU)."""
+    envs_per_worker: int = 1
+    """Envs each Ray actor steps in turn, in its own process, with one policy call for all of
+    them (a larger batch per GPU call; more workers give more parallel simulation)."""
 
     def __post_init__(self) -> None:
         _ = self.shard_spec  # validates --eval.shard before anything starts
+        self._check_backend()
         if self.n_episodes <= 0:
             raise ConfigError(f"--eval.n_episodes={self.n_episodes}: must be a positive integer")
         if self.batch_size < 0:
@@ -61,6 +84,35 @@ class EvalConfig:
             raise ConfigError(f"--eval.max_episode_retries={self.max_episode_retries}: must be 0 or more")
         if self.max_episodes_rendered < 0:
             raise ConfigError(f"--eval.max_episodes_rendered={self.max_episodes_rendered}: must be 0 or more")
+
+    def _check_backend(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"--eval.backend={self.backend!r}: choose one of {', '.join(BACKENDS)}")
+        if self.num_workers < 0:
+            raise ConfigError(
+                f"--eval.num_workers={self.num_workers}: must be 0 (auto) or a positive integer"
+            )
+        if self.gpus_per_worker < 0:
+            raise ConfigError(
+                f"--eval.gpus_per_worker={self.gpus_per_worker}: must be 0 or more (fractions allowed)"
+            )
+        if self.envs_per_worker < 1:
+            raise ConfigError(f"--eval.envs_per_worker={self.envs_per_worker}: must be a positive integer")
+        if self.backend == "local":
+            defaults = {f.name: f.default for f in fields(self)}
+            for name in RAY_ONLY_FIELDS:
+                if getattr(self, name) != defaults[name]:
+                    raise ConfigError(
+                        f"--eval.{name}={getattr(self, name)}: only used by the Ray backend; add --eval.backend=ray"
+                    )
+            return
+        if importlib.util.find_spec("ray") is None:
+            raise ConfigError("--eval.backend=ray: Ray is not installed; pip install 'lerobot[ray]'")
+        if self.batch_size != 0:
+            raise ConfigError(
+                f"--eval.batch_size={self.batch_size}: only used by the local backend; "
+                "with --eval.backend=ray set --eval.envs_per_worker"
+            )
 
     @property
     def shard_spec(self) -> tuple[int, int] | None:

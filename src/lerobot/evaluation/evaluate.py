@@ -162,22 +162,25 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
         for env in by_id.values():
             env.step_timeout_s = cfg.eval.step_timeout_s
     try:
-        info = eval_policy_all(
-            envs,
-            policy,
-            preprocessor=preprocessor,
-            postprocessor=postprocessor,
-            n_episodes=cfg.eval.n_episodes,
-            max_episodes_rendered=cfg.eval.max_episodes_rendered,
-            videos_dir=Path(cfg.output_dir) / "videos",
-            start_seed=cfg.seed,
-            continuous_batching=cfg.eval.continuous_batching,
-            shard=cfg.eval.shard_spec,
-            rename_map=cfg.rename_map,
-            use_amp=cfg.policy.use_amp,
-            max_episode_retries=cfg.eval.max_episode_retries,
-            journal=journal,
-        )
+        if cfg.eval.backend == "ray":
+            info = _evaluate_on_ray(cfg, journal, started)
+        else:
+            info = eval_policy_all(
+                envs,
+                policy,
+                preprocessor=preprocessor,
+                postprocessor=postprocessor,
+                n_episodes=cfg.eval.n_episodes,
+                max_episodes_rendered=cfg.eval.max_episodes_rendered,
+                videos_dir=Path(cfg.output_dir) / "videos",
+                start_seed=cfg.seed,
+                continuous_batching=cfg.eval.continuous_batching,
+                shard=cfg.eval.shard_spec,
+                rename_map=cfg.rename_map,
+                use_amp=cfg.policy.use_amp,
+                max_episode_retries=cfg.eval.max_episode_retries,
+                journal=journal,
+            )
     except BaseException:
         partial = partial_eval_info(journal, envs, time.perf_counter() - started)
         write_results(cfg, partial, started_at, n_resumed, interrupted=True)
@@ -187,6 +190,14 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
         close_envs(envs)
     write_results(cfg, info, started_at, n_resumed)
     return info
+
+
+def _evaluate_on_ray(cfg: EvalPipelineConfig, journal: EpisodeJournal, started: float) -> dict[str, Any]:
+    """The same evaluation, with episodes run by Ray actors (`--eval.backend=ray`)."""
+    from lerobot.evaluation.ray_backend import run_tasks_on_ray  # imports ray
+
+    tasks = run_tasks_on_ray(cfg, journal, Path(cfg.output_dir) / "videos")
+    return build_eval_info(tasks, time.perf_counter() - started, extra=_run_summary(tasks, complete=True))
 
 
 def write_results(

@@ -1,0 +1,155 @@
+"""Episodes/s of the Ray backend (`--eval.backend=ray`) against its number of workers.
+
+One local Ray instance is started first (not timed); then, for each worker count, a fresh run of
+the same evaluation on it: `wall` is from the call to the last result, actor start-up (importing
+torch and the simulator, building the policy) included; `steady` counts only the episodes that
+returned after the first unit, over the time since then (start-up excluded). The local backend
+(`--eval.batch_size=1`, one process) is the baseline row. The number of workers that helps is
+bounded by the cores: on a 2-core machine the run saturates at 2 workers.
+
+    python benchmarks/ray_scaling.py --workers 1 2 --episodes 20 --episode-length 200
+    python benchmarks/ray_scaling.py --workers 1 --envs-per-worker 2 --no-local
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import ray  # noqa: E402
+
+import lerobot.envs  # noqa: E402,F401
+import lerobot.policies  # noqa: E402,F401
+from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
+from lerobot.configs.parser import parse_config  # noqa: E402
+from lerobot.evaluation.evaluate import evaluate  # noqa: E402
+from lerobot.evaluation.journal import EpisodeJournal  # noqa: E402
+from lerobot.evaluation.ray_backend import run_tasks_on_ray  # noqa: E402
+
+
+class TimedJournal(EpisodeJournal):
+    """An episodes.jsonl that also remembers when each episode reached the driver."""
+
+    def __init__(self, output_dir: Path):
+        super().__init__(output_dir)
+        self.arrivals: list[float] = []
+
+    def append(self, *args, **kwargs) -> None:
+        super().append(*args, **kwargs)
+        self.arrivals.append(time.perf_counter())
+
+
+def eval_flags(args: argparse.Namespace, out: Path) -> list[str]:
+    return [
+        "--policy.type=random",
+        "--env.type=metaworld",
+        f"--env.task={args.task}",
+        f"--env.obs_type={args.obs_type}",
+        f"--env.episode_length={args.episode_length}",
+        f"--eval.n_episodes={args.episodes}",
+        "--eval.max_episodes_rendered=0",
+        f"--output_dir={out}",
+        *args.extra,
+    ]
+
+
+def run_ray(args: argparse.Namespace, out: Path, workers: int, envs_per_worker: int) -> dict:
+    flags = [
+        *eval_flags(args, out),
+        "--eval.backend=ray",
+        f"--eval.num_workers={workers}",
+        f"--eval.envs_per_worker={envs_per_worker}",
+    ]
+    journal = TimedJournal(out)
+    started = time.perf_counter()
+    tasks = run_tasks_on_ray(parse_config(EvalPipelineConfig, flags), journal, out / "videos")
+    wall = time.perf_counter() - started
+    n_episodes = sum(len(t.episodes) for t in tasks)
+    first = journal.arrivals[0]
+    # Episodes of the first unit reach the driver together, within milliseconds.
+    later = [t for t in journal.arrivals if t - first > 0.05]
+    steady = len(later) / (later[-1] - first) if later else float("nan")
+    return {"episodes": n_episodes, "wall_s": wall, "episodes_per_s": n_episodes / wall, "steady": steady}
+
+
+def run_local(args: argparse.Namespace, out: Path) -> dict:
+    cfg = parse_config(EvalPipelineConfig, [*eval_flags(args, out), "--eval.batch_size=1"])
+    started = time.perf_counter()
+    info = evaluate(cfg)
+    wall = time.perf_counter() - started
+    n_episodes = len(info["per_episode"])
+    return {"episodes": n_episodes, "wall_s": wall, "episodes_per_s": n_episodes / wall, "steady": None}
+
+
+def describe_machine() -> str:
+    cpu = platform.processor() or "?"
+    cpuinfo = Path("/proc/cpuinfo")
+    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    load = f", load average {os.getloadavg()[0]:.1f} at start"
+    return f"{os.cpu_count()} cores ({cpu}){load}, Ray {ray.__version__}, Python {platform.python_version()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--task", default="push-v3,reach-v3")
+    parser.add_argument("--obs-type", default="state")
+    parser.add_argument("--episodes", type=int, default=10, help="per task")
+    parser.add_argument("--episode-length", type=int, default=200)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--envs-per-worker", type=int, default=1)
+    parser.add_argument("--no-local", action="store_true", help="skip the local-backend baseline")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="run every setting this often, in turn; keep the best"
+    )
+    parser.add_argument(
+        "extra", nargs="*", help="more lerobot-eval flags after --, e.g. -- --env.fast_render=true"
+    )
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    print(f"machine: {describe_machine()}")
+    print(
+        f"tasks {args.task}, {args.episodes} episodes each, {args.episode_length} steps, obs {args.obs_type}"
+    )
+    settings = [] if args.no_local else [("local", 1, 1)]
+    settings += [("ray", workers, args.envs_per_worker) for workers in args.workers]
+    best: dict[tuple, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING)
+        try:
+            # Settings take turns, so that load from other processes hits all of them alike.
+            for repeat, setting in itertools.product(range(args.repeats), settings):
+                backend, workers, envs = setting
+                out = Path(tmp) / f"{backend}{workers}x{envs}_{repeat}"
+                result = run_local(args, out) if backend == "local" else run_ray(args, out, workers, envs)
+                if setting not in best or result["episodes_per_s"] > best[setting]["episodes_per_s"]:
+                    best[setting] = result
+        finally:
+            ray.shutdown()
+    print(
+        f"{'backend':<8}{'workers':>8}{'envs/w':>8}{'episodes':>10}{'wall s':>9}{'ep/s':>8}{'steady ep/s':>13}"
+    )
+    for (backend, workers, envs), r in best.items():
+        steady = "-" if r["steady"] is None else f"{r['steady']:.2f}"
+        print(
+            f"{backend:<8}{workers:>8}{envs:>8}{r['episodes']:>10}{r['wall_s']:>9.1f}"
+            f"{r['episodes_per_s']:>8.2f}{steady:>13}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

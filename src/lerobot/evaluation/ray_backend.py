@@ -1,0 +1,442 @@
+"""Run an evaluation's episodes on Ray actors: `--eval.backend=ray`.
+
+The driver (the `lerobot-eval` process) cuts every task into work units of a few episodes and
+hands them out one at a time: an actor that finishes a unit takes the next, so fast workers do
+more. Each actor builds the policy once and keeps it for all its units; for each unit it builds
+the task's vector env in its own process, runs the episodes with the local backend's rollout
+loop and closes the env before returning, so no simulator or GL context outlives its unit. Episode e still starts
+from seed + e with a freshly reset policy row, so per-episode results equal the local backend's.
+
+Only small records travel: a unit goes out as (task, episode indices), its results come back as
+`EpisodeResult`s, which the driver appends to episodes.jsonl as each unit returns (resume works
+across backends). Videos are written by the actors straight into `videos_dir` and only their
+paths come back. On one machine that is the run's output dir; on a multi-node cluster
+`--output_dir` must be on storage that every node mounts at the same path, or each node keeps
+the videos it wrote on its own disk (results are unaffected, the report's links break).
+
+An actor that dies (simulator segfault, OOM kill, lost node) is replaced by a new one, and its
+unit goes back to the queue split into single episodes, so an episode that kills its worker
+every time fails alone, as a failed episode, after `--eval.max_episode_retries` re-runs. Ray's
+own `max_restarts` / `max_task_retries` would restart the actor in place and re-run the unit
+without telling the driver, which then could not cap the re-runs nor record the failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import logging
+import os
+import re
+import signal
+import textwrap
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from lerobot.configs.default import EvalConfig
+from lerobot.configs.eval import EvalPipelineConfig
+from lerobot.envs.vector import LazyVectorEnv
+from lerobot.evaluation.journal import EpisodeJournal
+from lerobot.evaluation.metrics import TaskResult, aggregate
+from lerobot.evaluation.progress import TaskProgress, task_progress
+from lerobot.evaluation.rollout import EpisodeResult, RolloutSettings, run_episodes
+from lerobot.utils.errors import ConfigError
+from lerobot.utils.gl import default_mujoco_gl
+
+logger = logging.getLogger(__name__)
+
+UNIT_WAVES = 2
+"""Episodes per work unit = envs_per_worker x this: enough that building the env is paid once
+for a few episodes, few enough that the last units of a run end close together."""
+CPUS_PER_WORKER = 1
+"""A worker steps its envs in its own process, one after the other. Env worker processes would
+be restarted with every unit (its env is closed at the end of each): with 2 envs per worker
+that made Meta-World runs 3x slower in benchmarks/ray_scaling.py. Parallelism comes from more
+workers instead; several envs per worker batch the policy calls."""
+WORKER_NAME_PREFIX = "lerobot-eval-worker"
+GL_VARIABLES = ("MUJOCO_GL", "PYOPENGL_PLATFORM")
+POLL_S = 0.05
+"""The driver polls for finished units and sleeps in Python between polls: a signal that
+arrives while Ray itself blocks turns into a bare KeyboardInterrupt, so SIGTERM would lose
+its identity (and lerobot-eval its clean stop with partial results)."""
+
+TaskKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """Some episodes of one task, run by one actor on one vector env."""
+
+    group: str
+    task_id: int
+    episodes: tuple[int, ...]
+    attempts: int = 0
+    """Actors that died running these episodes so far."""
+
+    @property
+    def task_key(self) -> TaskKey:
+        return self.group, self.task_id
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    unit: WorkUnit
+    episodes: tuple[EpisodeResult, ...]
+    eval_s: float
+    """Seconds the actor spent on the unit, starting its env included."""
+
+
+def run_tasks_on_ray(cfg: EvalPipelineConfig, journal: EpisodeJournal, videos_dir: Path) -> list[TaskResult]:
+    """Run the episodes `journal` lacks on Ray actors; every task's results, in config order.
+
+    A task's `eval_s` is the time actors spent on its units in this run (tasks run side by side,
+    so wall time per task means nothing here).
+    """
+    tasks = task_identities(cfg)
+    done = {key: journal.done_episodes(*key) for key in tasks}
+    units = plan_units(done, cfg.eval, unit_size=cfg.eval.envs_per_worker * UNIT_WAVES)
+    total = sum(len(d) for d in done.values()) + sum(len(u.episodes) for u in units)
+    with task_progress("all tasks (ray)", total, [e for d in done.values() for e in d.values()]) as progress:
+        collector = ResultCollector(journal, tasks, done, units, Path(videos_dir), progress)
+        if units:
+            _run_units(cfg, units, Path(videos_dir), collector.add)
+    return collector.task_results()
+
+
+def task_identities(cfg: EvalPipelineConfig) -> dict[TaskKey, tuple[str, str]]:
+    """{(group, task id): (task name, description)} in the config's task order."""
+    return {
+        (group, task_id): (name, cfg.env.task_description(name))
+        for group, by_id in cfg.env.indexed_task_groups().items()
+        for task_id, name in by_id.items()
+    }
+
+
+def plan_units(
+    done: Mapping[TaskKey, Collection[int]], eval_cfg: EvalConfig, unit_size: int
+) -> list[WorkUnit]:
+    """Units of at most `unit_size` episodes for this shard's episodes not done yet, task by task."""
+    units = []
+    for (group, task_id), finished in done.items():
+        pending = RolloutSettings(
+            n_episodes=eval_cfg.n_episodes,
+            episode_indices=[e for e in range(eval_cfg.n_episodes) if e not in finished],
+            shard=eval_cfg.shard_spec,
+        ).pending_episodes()
+        for start in range(0, len(pending), unit_size):
+            units.append(WorkUnit(group, task_id, tuple(pending[start : start + unit_size])))
+    return units
+
+
+def resolve_num_workers(eval_cfg: EvalConfig, resources: Mapping[str, float], n_units: int) -> int:
+    """--eval.num_workers, or as many as the cluster's CPUs (one kept for the driver) and GPUs
+    hold; never more than there are units."""
+    auto = int(resources.get("CPU", 1) - 1) // CPUS_PER_WORKER
+    if eval_cfg.gpus_per_worker:
+        auto = min(auto, int(resources.get("GPU", 0) / eval_cfg.gpus_per_worker))
+    return max(1, min(eval_cfg.num_workers or auto or 1, n_units))
+
+
+def _run_units(
+    cfg: EvalPipelineConfig, units: list[WorkUnit], videos_dir: Path, on_result: Callable[[UnitResult], None]
+) -> None:
+    started_ray = connect(cfg.eval)
+    try:
+        check_cluster_resources(cfg.eval)
+        size = resolve_num_workers(cfg.eval, ray.cluster_resources(), len(units))
+        logger.info(
+            "ray: %d workers (%d CPU, %g GPU, %d envs each), %d units of up to %d episodes",
+            size,
+            CPUS_PER_WORKER,
+            cfg.eval.gpus_per_worker,
+            cfg.eval.envs_per_worker,
+            len(units),
+            cfg.eval.envs_per_worker * UNIT_WAVES,
+        )
+        pool = WorkerPool(cfg, videos_dir.absolute(), size)
+        try:
+            pool.run(units, on_result)
+        finally:
+            pool.close()
+    finally:
+        if started_ray:
+            ray.shutdown()
+
+
+def connect(eval_cfg: EvalConfig) -> bool:
+    """Join `--eval.ray_address` or start a local Ray; True when this call started Ray.
+
+    An already initialized Ray (a notebook, a test) is used as it is and left running.
+    """
+    if ray.is_initialized():
+        return False
+    local: dict[str, Any] = {}
+    # A new instance on this machine (unless RAY_ADDRESS names a cluster, which ray.init then
+    # joins): honour an explicit worker count even above the number of cores.
+    if eval_cfg.ray_address is None and not os.environ.get("RAY_ADDRESS"):
+        num_cpus = max(os.cpu_count() or 1, eval_cfg.num_workers * CPUS_PER_WORKER)
+        local = {"num_cpus": num_cpus, "include_dashboard": False}
+    # ray.init replaces the SIGTERM handler with sys.exit; keep lerobot-eval's, which stops the
+    # run cleanly and writes the partial results.
+    sigterm_handler = signal.getsignal(signal.SIGTERM)
+    ray.init(address=eval_cfg.ray_address, logging_level=logging.WARNING, **local)
+    if threading.current_thread() is threading.main_thread() and sigterm_handler is not None:
+        signal.signal(signal.SIGTERM, sigterm_handler)
+    return True
+
+
+def check_cluster_resources(eval_cfg: EvalConfig) -> None:
+    """Fail now rather than wait forever for an actor that no node can host."""
+    resources = ray.cluster_resources()
+    gpus = resources.get("GPU", 0.0)
+    if eval_cfg.gpus_per_worker > gpus:
+        raise ConfigError(
+            f"--eval.gpus_per_worker={eval_cfg.gpus_per_worker:g}: the Ray cluster has {gpus:g} GPUs"
+        )
+
+
+class EpisodeWorker:
+    """One Ray actor: one copy of the policy, kept across units, and one env per unit."""
+
+    def __init__(self, cfg: EvalPipelineConfig, videos_dir: Path):
+        default_mujoco_gl()  # before anything imports a simulator in this process
+        from lerobot.policies.factory import make_policy, make_pre_post_processors
+
+        self.cfg, self.videos_dir = cfg, Path(videos_dir)
+        self.policy = make_policy(cfg.policy, cfg.env)
+        self.preprocessor, self.postprocessor = make_pre_post_processors(cfg.policy)
+
+    def ready(self) -> int:
+        """The actor's pid, once the policy is built."""
+        return os.getpid()
+
+    def run_unit(self, unit: WorkUnit) -> UnitResult:
+        started = time.perf_counter()
+        env = self._make_env(unit)
+        self.policy.reset()  # the previous unit's env may have had another number of rows
+        try:
+            results = run_episodes(env, self.policy, self._settings(unit))
+        finally:
+            env.close()
+        results = [dataclasses.replace(r, retries=r.retries + unit.attempts) for r in results]
+        return UnitResult(unit, tuple(results), time.perf_counter() - started)
+
+    def _make_env(self, unit: WorkUnit) -> LazyVectorEnv:
+        n_envs = min(self.cfg.eval.envs_per_worker, len(unit.episodes))
+        envs = self.cfg.env.create_envs(n_envs, use_async_envs=False)
+        env = envs[unit.group][unit.task_id]  # the others are lazy: nothing of them started
+        env.step_timeout_s = self.cfg.eval.step_timeout_s
+        return env
+
+    def _settings(self, unit: WorkUnit) -> RolloutSettings:
+        return RolloutSettings(
+            n_episodes=self.cfg.eval.n_episodes,
+            start_seed=self.cfg.seed,
+            episode_indices=unit.episodes,
+            max_episodes_rendered=self.cfg.eval.max_episodes_rendered,
+            videos_dir=self.videos_dir / _task_folder(unit.task_key),
+            fps=self.cfg.env.fps,
+            continuous_batching=self.cfg.eval.continuous_batching,
+            use_amp=self.cfg.policy.use_amp,
+            max_episode_retries=self.cfg.eval.max_episode_retries,
+            rename_map=dict(self.cfg.rename_map),
+            preprocessor=self.preprocessor,
+            postprocessor=self.postprocessor,
+        )
+
+
+class WorkerPool:
+    """Ray actors taking work units from one queue; a dead actor is replaced by a new one.
+
+    Actors are named `lerobot-eval-worker-<run>-<n>` (visible in `ray list actors`). A new actor
+    gets work only once its policy is built, so actors the cluster cannot place yet hold no unit.
+    """
+
+    def __init__(self, cfg: EvalPipelineConfig, videos_dir: Path, size: int):
+        self.cfg, self.videos_dir, self.size = cfg, videos_dir, size
+        self.run_id = uuid.uuid4().hex[:8]
+        self.serial = itertools.count()
+        self.actor_class = ray.remote(EpisodeWorker)
+        self.actors: list[Any] = []
+        self.idle: list[Any] = []
+        self.calls: dict[Any, tuple[Any, WorkUnit | None]] = {}
+        """Object ref -> (actor, unit); unit None for an actor's `ready` call."""
+
+    def run(self, units: Sequence[WorkUnit], on_result: Callable[[UnitResult], None]) -> None:
+        queue = deque(units)
+        for _ in range(self.size):
+            self._start_actor()
+        while queue or any(unit is not None for _, unit in self.calls.values()):
+            while queue and self.idle:
+                actor, unit = self.idle.pop(), queue.popleft()
+                self.calls[actor.run_unit.remote(unit)] = (actor, unit)
+            finished, _ = ray.wait(list(self.calls), num_returns=len(self.calls), timeout=0)
+            for ref in finished:
+                self._collect(ref, queue, on_result)
+            if not finished:
+                time.sleep(POLL_S)
+
+    def close(self) -> None:
+        """Kill every actor (their env worker processes die with them)."""
+        for actor in self.actors:
+            _kill(actor)
+        self.actors, self.idle, self.calls = [], [], {}
+
+    def _collect(self, ref: Any, queue: deque[WorkUnit], on_result: Callable[[UnitResult], None]) -> None:
+        actor, unit = self.calls.pop(ref)
+        try:
+            result = ray.get(ref)
+        except RayActorError as exc:
+            if exc.actor_init_failed:
+                raise  # building the policy failed; every new actor would fail the same way
+            self._replace(actor, exc)
+            if unit is not None:
+                self._requeue(unit, _death_reason(exc), queue, on_result)
+            return
+        self.idle.append(actor)
+        if unit is not None:
+            on_result(result)
+
+    def _start_actor(self) -> None:
+        actor = self.actor_class.options(
+            name=f"{WORKER_NAME_PREFIX}-{self.run_id}-{next(self.serial)}",
+            num_cpus=CPUS_PER_WORKER,
+            num_gpus=self.cfg.eval.gpus_per_worker,
+            max_restarts=0,
+            runtime_env={"env_vars": {k: os.environ[k] for k in GL_VARIABLES if k in os.environ}},
+        ).remote(self.cfg, self.videos_dir)
+        self.actors.append(actor)
+        self.calls[actor.ready.remote()] = (actor, None)
+
+    def _replace(self, actor: Any, exc: RayActorError) -> None:
+        logger.warning("a Ray worker died (%s); starting a new one", _death_reason(exc))
+        _kill(actor)
+        self.actors.remove(actor)
+        self._start_actor()
+
+    def _requeue(
+        self, unit: WorkUnit, reason: str, queue: deque[WorkUnit], on_result: Callable[[UnitResult], None]
+    ) -> None:
+        """Its episodes go back to the front of the queue one by one, or fail for good."""
+        attempts = unit.attempts + 1
+        if attempts > self.cfg.eval.max_episode_retries:
+            on_result(_failed_unit(unit, self.cfg.seed, f"Ray worker died: {reason}"))
+            return
+        for episode in reversed(unit.episodes):
+            queue.appendleft(WorkUnit(unit.group, unit.task_id, (episode,), attempts))
+
+
+class ResultCollector:
+    """The driver's side: journal each unit's episodes as they arrive, and report per task."""
+
+    def __init__(
+        self,
+        journal: EpisodeJournal,
+        tasks: Mapping[TaskKey, tuple[str, str]],
+        done: Mapping[TaskKey, Mapping[int, EpisodeResult]],
+        units: Sequence[WorkUnit],
+        videos_dir: Path,
+        progress: TaskProgress,
+    ):
+        self.journal, self.tasks, self.done = journal, tasks, done
+        self.videos_dir, self.progress = videos_dir, progress
+        self.new: dict[TaskKey, list[EpisodeResult]] = {key: [] for key in tasks}
+        self.eval_s = dict.fromkeys(tasks, 0.0)
+        self.remaining = dict.fromkeys(tasks, 0)
+        for unit in units:
+            self.remaining[unit.task_key] += len(unit.episodes)
+
+    def add(self, result: UnitResult) -> None:
+        key = result.unit.task_key
+        task, description = self.tasks[key]
+        for episode in result.episodes:
+            episode = self._video_path_for_driver(key, episode)
+            self.journal.append(*key, task, description, episode)
+            self.new[key].append(episode)
+            self.progress.update(episode)
+        self.eval_s[key] += result.eval_s
+        self.remaining[key] -= len(result.episodes)
+        if self.remaining[key] == 0:
+            self._log_task(key)
+
+    def task_results(self) -> list[TaskResult]:
+        return [
+            TaskResult(*key, *self.tasks[key], self._episodes(key), self.eval_s[key]) for key in self.tasks
+        ]
+
+    def _episodes(self, key: TaskKey) -> tuple[EpisodeResult, ...]:
+        return tuple(sorted([*self.done[key].values(), *self.new[key]], key=lambda e: e.episode_index))
+
+    def _video_path_for_driver(self, key: TaskKey, episode: EpisodeResult) -> EpisodeResult:
+        """Actors write to the absolute path; record it as the local backend does."""
+        if episode.video_path is None:
+            return episode
+        return dataclasses.replace(
+            episode, video_path=str(self.videos_dir / _task_folder(key) / Path(episode.video_path).name)
+        )
+
+    def _log_task(self, key: TaskKey) -> None:
+        episodes = self._episodes(key)
+        metrics = aggregate(episodes, self.eval_s[key])
+        low, high = metrics["pc_success_ci95"] or (0.0, 0.0)
+        logger.info(
+            "%s task %d (%s): %.1f%% success (95%% CI %.1f-%.1f) over %d episodes (%d run now), "
+            "%.1f worker-seconds",
+            *key,
+            self.tasks[key][0],
+            metrics["pc_success"] or 0.0,
+            low,
+            high,
+            len(episodes),
+            len(self.new[key]),
+            self.eval_s[key],
+        )
+
+
+def _failed_unit(unit: WorkUnit, start_seed: int, reason: str) -> UnitResult:
+    """Results of episodes whose every attempt killed its actor: failed, with the reason."""
+    episodes = tuple(
+        EpisodeResult(
+            episode_index=e,
+            seed=start_seed + e,
+            success=False,
+            success_at_end=False,
+            sum_reward=0.0,
+            max_reward=0.0,
+            n_steps=0,
+            wall_s=0.0,
+            retries=unit.attempts,
+            failure_reason=reason,
+        )
+        for e in unit.episodes
+    )
+    return UnitResult(unit, episodes, 0.0)
+
+
+def _task_folder(key: TaskKey) -> str:
+    group, task_id = key
+    return f"{group}_{task_id}"
+
+
+def _kill(actor: Any) -> None:
+    with contextlib.suppress(ValueError):  # not an actor handle Ray knows any more
+        ray.kill(actor, no_restart=True)
+
+
+def _death_reason(exc: RayActorError) -> str:
+    """`pid 7730 on 10.0.0.2: The actor is dead because ...` from Ray's many-line message."""
+    text = str(exc)
+    details = dict(re.findall(r"^\t(\w+): (.*)$", text, flags=re.MULTILINE))
+    causes = [line for line in text.splitlines() if line.strip() and not line.startswith("\t")]
+    where = f"pid {details['pid']} on {details.get('ip', '?')}: " if "pid" in details else ""
+    return where + textwrap.shorten(causes[-1] if causes else type(exc).__name__, 200)

@@ -1,0 +1,262 @@
+"""The Ray backend (`--eval.backend=ray`) on a real local Ray instance (2 CPUs) and real Meta-World.
+
+Every Ray run is compared with one local run of the same evaluation: per-episode outcomes must
+be identical, also when a worker is killed mid-run and when the run resumes a local one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import lerobot.envs  # noqa: F401  (registers --env.type values)
+import lerobot.policies  # noqa: F401  (registers --policy.type values)
+from lerobot.configs.default import EvalConfig
+from lerobot.configs.eval import EvalPipelineConfig
+from lerobot.configs.parser import parse_config
+from lerobot.evaluation.journal import JOURNAL_FILENAME, EpisodeJournal
+from lerobot.evaluation.metrics import TaskResult
+from lerobot.scripts.lerobot_eval import main
+from lerobot.utils.errors import ConfigError
+
+N_EPISODES = 6
+FLAGS = [
+    "--policy.type=random",
+    "--env.type=metaworld",
+    "--env.task=push-v3,reach-v3",
+    "--env.obs_type=state",
+    "--env.episode_length=20",
+    f"--eval.n_episodes={N_EPISODES}",
+    "--eval.max_episodes_rendered=1",
+]
+RAY_FLAGS = ["--eval.backend=ray", "--eval.num_workers=2"]
+# What decides an episode's outcome; wall time, video path and re-run count may differ.
+OUTCOME_FIELDS = (
+    "seed",
+    "success",
+    "success_at_end",
+    "sum_reward",
+    "max_reward",
+    "n_steps",
+    "failure_reason",
+)
+
+EpisodeKey = tuple[str, int, int]
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray for the whole module: starting one takes about 15 s on a small machine."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Path:
+    """The same evaluation on the local backend: its output dir."""
+    out = tmp_path_factory.mktemp("local") / "run"
+    assert main([*FLAGS, f"--output_dir={out}"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def local_outcomes(local_run) -> dict[EpisodeKey, tuple]:
+    info = json.loads((local_run / "eval_info.json").read_text())
+    assert len(info["per_episode"]) == 2 * N_EPISODES
+    return {(e["task_group"], e["task_id"], e["episode_index"]): _outcome(e) for e in info["per_episode"]}
+
+
+def run_on_ray(out: Path, *extra: str) -> list[TaskResult]:
+    from lerobot.evaluation.ray_backend import run_tasks_on_ray
+
+    cfg = parse_config(EvalPipelineConfig, [*FLAGS, *RAY_FLAGS, *extra, f"--output_dir={out}"])
+    return run_tasks_on_ray(cfg, EpisodeJournal(out), out / "videos")
+
+
+def outcomes(tasks: list[TaskResult]) -> dict[EpisodeKey, tuple]:
+    return {(t.group, t.task_id, e.episode_index): _outcome(vars(e)) for t in tasks for e in t.episodes}
+
+
+def _outcome(episode: dict) -> tuple:
+    return tuple(episode[name] for name in OUTCOME_FIELDS)
+
+
+def journal_lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / JOURNAL_FILENAME).read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_ray_results_equal_local_results(ray_instance, local_outcomes, tmp_path):
+    tasks = run_on_ray(tmp_path)
+
+    assert [(t.group, t.task_id) for t in tasks] == [("push-v3", 0), ("reach-v3", 0)]  # config order
+    assert outcomes(tasks) == local_outcomes
+    assert all([e.episode_index for e in t.episodes] == list(range(N_EPISODES)) for t in tasks)
+    assert len(journal_lines(tmp_path)) == 2 * N_EPISODES
+    # The first episode of each task is filmed by the worker, under the driver's videos dir.
+    for task in tasks:
+        video = tmp_path / "videos" / f"{task.group}_{task.task_id}" / "eval_episode_0.mp4"
+        assert task.video_paths == [str(video)]
+        assert video.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_killed_worker_loses_no_episode(ray_instance, local_outcomes, tmp_path, caplog):
+    from lerobot.evaluation.ray_backend import WORKER_NAME_PREFIX
+
+    earlier_actors = set(ray_instance.util.list_named_actors())
+    killed: list[str] = []
+
+    def kill_one_worker_after_the_first_unit() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            journal = tmp_path / JOURNAL_FILENAME
+            workers = [
+                name
+                for name in ray_instance.util.list_named_actors()
+                if name.startswith(WORKER_NAME_PREFIX) and name not in earlier_actors
+            ]
+            if journal.exists() and journal.read_text() and workers:
+                ray_instance.kill(ray_instance.get_actor(workers[0]))
+                killed.append(workers[0])
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one_worker_after_the_first_unit, daemon=True)
+    killer.start()
+    with caplog.at_level(logging.WARNING, logger="lerobot.evaluation.ray_backend"):
+        tasks = run_on_ray(tmp_path)
+    killer.join()
+
+    assert killed, "the run ended before a worker could be killed"
+    assert "a Ray worker died" in caplog.text
+    assert outcomes(tasks) == local_outcomes
+    assert any(e.retries for t in tasks for e in t.episodes)  # the killed unit ran again
+    assert len(journal_lines(tmp_path)) == 2 * N_EPISODES  # each episode journaled once
+
+
+@pytest.mark.slow
+def test_resume_runs_only_what_the_local_backend_did_not_finish(
+    ray_instance, local_run, local_outcomes, tmp_path
+):
+    local_records = journal_lines(local_run)
+    finished = [r for r in local_records if r["episode_index"] < 2]
+    (tmp_path / JOURNAL_FILENAME).write_text("".join(json.dumps(r) + "\n" for r in finished))
+
+    tasks = run_on_ray(tmp_path)
+
+    assert outcomes(tasks) == local_outcomes
+    records = journal_lines(tmp_path)
+    assert records[: len(finished)] == finished  # kept as they were, not run again
+    new = {(r["task_group"], r["task_id"], r["episode_index"]) for r in records[len(finished) :]}
+    assert new == {(g, t, e) for g, t, e in local_outcomes if e >= 2}
+
+
+# --- planning, without Ray -------------------------------------------------------------------
+
+
+def test_units_skip_done_episodes_and_other_shards():
+    from lerobot.evaluation.ray_backend import WorkUnit, plan_units
+
+    eval_cfg = EvalConfig(n_episodes=10, shard="1/2", backend="ray")
+    done = {("easy", 0): {1, 3}, ("easy", 1): set()}
+    assert plan_units(done, eval_cfg, unit_size=2) == [
+        WorkUnit("easy", 0, (5, 7)),
+        WorkUnit("easy", 0, (9,)),
+        WorkUnit("easy", 1, (1, 3)),
+        WorkUnit("easy", 1, (5, 7)),
+        WorkUnit("easy", 1, (9,)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "resources", "n_units", "expected"),
+    [
+        ({}, {"CPU": 2}, 10, 1),  # CPUs minus one for the driver
+        ({}, {"CPU": 1}, 10, 1),  # at least one
+        ({"envs_per_worker": 4}, {"CPU": 17}, 100, 16),  # one CPU per worker, whatever its envs
+        ({"gpus_per_worker": 0.5}, {"CPU": 64, "GPU": 3}, 100, 6),  # as many as the GPUs hold
+        ({"num_workers": 8}, {"CPU": 2}, 3, 3),  # never more workers than units
+    ],
+)
+def test_number_of_workers(kwargs, resources, n_units, expected):
+    from lerobot.evaluation.ray_backend import resolve_num_workers
+
+    eval_cfg = EvalConfig(backend="ray", **kwargs)
+    assert resolve_num_workers(eval_cfg, resources, n_units) == expected
+
+
+# --- config errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--eval.backend=slurm", "--eval.backend='slurm': choose one of local, ray"),
+        (
+            "--eval.num_workers=4",
+            "--eval.num_workers=4: only used by the Ray backend; add --eval.backend=ray",
+        ),
+    ],
+)
+def test_bad_backend_settings_fail_in_one_line(flag, message, tmp_path, capsys):
+    assert main([*FLAGS, flag, f"--output_dir={tmp_path}/never"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+    assert not (tmp_path / "never").exists()
+
+
+def test_missing_ray_names_the_extra(monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a)
+    )
+    with pytest.raises(
+        ConfigError, match=r"^--eval.backend=ray: Ray is not installed; pip install 'lerobot\[ray\]'$"
+    ):
+        EvalConfig(backend="ray")
+
+
+def test_batch_size_with_ray_points_to_envs_per_worker():
+    with pytest.raises(ConfigError, match=r"^--eval.batch_size=4: .* set --eval.envs_per_worker$"):
+        EvalConfig(backend="ray", batch_size=4)
+
+
+def test_a_run_may_resume_on_the_other_backend(tmp_path):
+    from lerobot.evaluation.resume import config_differences, encode_config
+
+    local = parse_config(EvalPipelineConfig, [*FLAGS, f"--output_dir={tmp_path}"])
+    on_ray = parse_config(
+        EvalPipelineConfig, [*FLAGS, *RAY_FLAGS, "--eval.gpus_per_worker=0.5", f"--output_dir={tmp_path}"]
+    )
+    assert config_differences(encode_config(local), encode_config(on_ray)) == []
+
+
+@pytest.mark.slow
+def test_lerobot_eval_cli_with_the_ray_backend_matches_local(tmp_path):
+    from lerobot.scripts.lerobot_eval import main
+
+    common = [
+        "--policy.type=random",
+        "--env.type=metaworld",
+        "--env.task=reach-v3",
+        "--env.obs_type=state",
+        "--env.episode_length=10",
+        "--eval.n_episodes=3",
+        "--eval.max_episodes_rendered=0",
+    ]
+    assert main([*common, "--eval.batch_size=1", f"--output_dir={tmp_path / 'local'}"]) == 0
+    assert (
+        main([*common, "--eval.backend=ray", "--eval.num_workers=1", f"--output_dir={tmp_path / 'ray'}"]) == 0
+    )
+    local, on_ray = (json.loads((tmp_path / d / "eval_info.json").read_text()) for d in ("local", "ray"))
+    strip = lambda info: [(e["episode_index"], e["seed"], e["sum_reward"]) for e in info["per_episode"]]  # noqa: E731
+    assert strip(on_ray) == strip(local) and on_ray["complete"] is True
