@@ -33,6 +33,10 @@ logger = logging.getLogger(__name__)
 
 BatchHook = Callable[[dict[str, Any]], dict[str, Any]]
 ActionHook = Callable[[torch.Tensor], torch.Tensor]
+StepHook = Callable[[int, int, Any, np.ndarray, int], None]
+"""on_step(env_id, episode_index, observation, action, step): the observation the action was
+chosen from (one env's, unbatched) and that action, before the env steps. Step 0 marks a
+(re)start: an episode re-run after a crash begins again at step 0."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class RolloutSettings:
     preprocessor: BatchHook | None = None
     postprocessor: ActionHook | None = None
     on_episode_end: Callable[[EpisodeResult], None] | None = None
+    on_step: StepHook | None = None
+    """Called for every active slot once its action is known (recording demonstrations)."""
 
     shard: tuple[int, int] | None = None
     """(i, n): only episodes e with e % n == i."""
@@ -187,6 +193,7 @@ class _RolloutLoop:
             if not active:
                 continue  # every start failed; the episodes went back to the queue
             actions = self._select_actions()
+            self._report_steps(active, actions)
             recorded = [i for i in active if self.slots[i].video is not None]
             outcomes = self.env.step_at(
                 active, [actions[i] for i in active], render_ids=recorded, tolerate_failures=True
@@ -261,6 +268,15 @@ class _RolloutLoop:
         actions = actions.detach().to("cpu", torch.float32).numpy()
         self._check_actions(actions)
         return actions
+
+    def _report_steps(self, active: Sequence[int], actions: np.ndarray) -> None:
+        if self.settings.on_step is None:
+            return
+        for env_id in active:
+            episode = self.slots[env_id]
+            self.settings.on_step(
+                env_id, episode.index, self.observations[env_id], actions[env_id], episode.n_steps
+            )
 
     def _check_actions(self, actions: np.ndarray) -> None:
         expected = (self.env.num_envs, *self.env.single_action_space.shape)

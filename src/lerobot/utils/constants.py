@@ -6,6 +6,8 @@ OBS_ENV_STATE = "observation.environment_state"
 OBS_IMAGE = "observation.image"
 OBS_IMAGES = "observation.images"
 ACTION = "action"
+# Training batches: which steps of an action chunk lie past the episode end (no target there).
+ACTION_IS_PAD = "action_is_pad"
 # Natural-language instruction per batch row (what language-conditioned policies read).
 TASK = "task"
 # The benchmark's own task name per batch row (e.g. "push-v3"); scripted experts need it

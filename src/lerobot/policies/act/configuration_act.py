@@ -57,6 +57,13 @@ class ACTConfig(CheckpointPolicyConfig):
     needs n_action_steps=1. None executes chunks as they are."""
     dropout: float = 0.1
     """Training-time dropout; inactive at evaluation."""
+    kl_weight: float = 10.0
+    """Weight of the VAE's KL divergence in the training loss."""
+    optimizer_lr: float = 1e-5
+    """AdamW learning rate `lerobot-train` uses for this policy (LeRobot's preset)."""
+    optimizer_weight_decay: float = 1e-4
+    optimizer_lr_backbone: float = 1e-5
+    """Learning rate of the ResNet backbone."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

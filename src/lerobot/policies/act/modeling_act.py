@@ -1,9 +1,14 @@
-"""Action Chunking Transformer (Zhao et al., 2023, arXiv:2304.13705), inference only.
+"""Action Chunking Transformer (Zhao et al., 2023, arXiv:2304.13705).
 
 Module and parameter names match LeRobot's `ACTPolicy` (`model.backbone.layer1.0.conv1.weight`,
 `model.encoder.layers.0.self_attn.in_proj_weight`, ...) so its model.safetensors loads with
 strict keys, and the arithmetic follows it step by step so the same weights give the same
 actions. Inputs arrive normalised (the preprocessor's job) and actions leave normalised.
+
+Training (`forward`) follows the paper: the VAE encoder reads [CLS, state, action chunk] and
+gives the latent's mean and log-variance; the decoder reconstructs the chunk from a sampled
+latent; the loss is L1 over non-padded actions plus `kl_weight` times the KL divergence to a
+unit Gaussian. Inference uses the zero latent, unchanged.
 
 Token layout of the transformer encoder, sequence first (S, B, D):
     [latent, (robot state), (env state), (camera 1 feature-map pixels), (camera 2 ...), ...]
@@ -24,7 +29,7 @@ from lerobot.policies.act.configuration_act import ACTConfig
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.resnet import FrozenBatchNorm2d, feature_channels, resnet_trunk
-from lerobot.utils.constants import OBS_ENV_STATE, OBS_STATE
+from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_STATE
 
 
 class ACTPolicy(PreTrainedPolicy):
@@ -49,6 +54,23 @@ class ACTPolicy(PreTrainedPolicy):
         if self._ensembler is not None:
             self._ensembler.reset(env_ids)
         self._queue.reset(env_ids)
+
+    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """Training loss for a normalised batch with `action` (B, chunk_size, A) and
+        `action_is_pad` (B, chunk_size); returns (loss, {"l1_loss", "kld_loss"})."""
+        images = [batch[key] for key in self.config.image_features]
+        latent, mu, log_sigma_x2 = None, None, None
+        if self.config.use_vae:
+            latent, mu, log_sigma_x2 = self.model.encode_latent(batch)
+        predicted = self.model(batch, images, latent=latent)
+        valid = (~batch[ACTION_IS_PAD]).unsqueeze(-1)
+        l1 = (F.l1_loss(batch[ACTION], predicted, reduction="none") * valid).mean()
+        info = {"l1_loss": float(l1.detach())}
+        if mu is None:
+            return l1, info
+        kld = (-0.5 * (1 + log_sigma_x2 - mu.pow(2) - log_sigma_x2.exp())).sum(-1).mean()
+        info["kld_loss"] = float(kld.detach())
+        return l1 + self.config.kl_weight * kld, info
 
     @torch.no_grad()
     def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
@@ -164,11 +186,34 @@ class ACT(nn.Module):
         n_tokens = 1 + config.chunk_size + (state is not None)
         self.register_buffer("vae_encoder_pos_enc", sinusoidal_table(n_tokens, dim).unsqueeze(0))
 
-    def forward(self, batch: dict[str, Tensor], images: list[Tensor]) -> Tensor:
-        """(B, chunk_size, action_dim) from normalised inputs; the latent is zero (no VAE sampling)."""
+    def encode_latent(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """(sampled latent, mean, log variance), each (B, latent_dim), from the action chunk."""
+        actions = batch[ACTION]
+        n_rows = actions.shape[0]
+        tokens = [self.vae_encoder_cls_embed.weight.unsqueeze(0).expand(n_rows, -1, -1)]
+        if self.config.robot_state_feature is not None:
+            tokens.append(self.vae_encoder_robot_state_input_proj(batch[OBS_STATE]).unsqueeze(1))
+        tokens.append(self.vae_encoder_action_input_proj(actions))
+        tokens_in = torch.cat(tokens, dim=1).permute(1, 0, 2)  # (S, B, D)
+        n_prefix = tokens_in.shape[0] - actions.shape[1]
+        prefix_pad = torch.zeros((n_rows, n_prefix), dtype=torch.bool, device=actions.device)
+        padding = torch.cat([prefix_pad, batch[ACTION_IS_PAD]], dim=1)
+        positions = self.vae_encoder_pos_enc.permute(1, 0, 2)  # (S, 1, D)
+        cls_out = self.vae_encoder(tokens_in, pos_embed=positions, key_padding_mask=padding)[0]
+        stats = self.vae_encoder_latent_output_proj(cls_out)
+        mu, log_sigma_x2 = stats[:, : self.config.latent_dim], stats[:, self.config.latent_dim :]
+        latent = mu + (log_sigma_x2 / 2).exp() * torch.randn_like(mu)
+        return latent, mu, log_sigma_x2
+
+    def forward(self, batch: dict[str, Tensor], images: list[Tensor], latent: Tensor | None = None) -> Tensor:
+        """(B, chunk_size, action_dim) from normalised inputs; the latent is zero unless given
+        (training passes the VAE encoder's sample)."""
         reference = images[0] if images else batch[OBS_ENV_STATE]
         n_rows = reference.shape[0]
-        latent = torch.zeros((n_rows, self.config.latent_dim), dtype=torch.float32, device=reference.device)
+        if latent is None:
+            latent = torch.zeros(
+                (n_rows, self.config.latent_dim), dtype=torch.float32, device=reference.device
+            )
         tokens = [self.encoder_latent_input_proj(latent).unsqueeze(0)]
         if self.config.robot_state_feature is not None:
             tokens.append(self.encoder_robot_state_input_proj(batch[OBS_STATE]).unsqueeze(0))
@@ -210,9 +255,11 @@ class ACTEncoder(nn.Module):
         self.layers = nn.ModuleList([ACTEncoderLayer(config) for _ in range(n_layers)])
         self.norm = nn.LayerNorm(config.dim_model) if config.pre_norm else nn.Identity()
 
-    def forward(self, x: Tensor, pos_embed: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, pos_embed: Tensor | None = None, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
         for layer in self.layers:
-            x = layer(x, pos_embed)
+            x = layer(x, pos_embed, key_padding_mask)
         return self.norm(x)
 
 
@@ -233,17 +280,17 @@ class ACTEncoderLayer(nn.Module):
         self.activation = activation_fn(config.feedforward_activation)
         self.pre_norm = config.pre_norm
 
-    def forward(self, x: Tensor, pos_embed: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor, pos_embed: Tensor | None, key_padding_mask: Tensor | None = None) -> Tensor:
         if self.pre_norm:
             h = self.norm1(x)
-            x = x + self.dropout1(self._attend(h, pos_embed))
+            x = x + self.dropout1(self._attend(h, pos_embed, key_padding_mask))
             return x + self.dropout2(self._feed_forward(self.norm2(x)))
-        x = self.norm1(x + self.dropout1(self._attend(x, pos_embed)))
+        x = self.norm1(x + self.dropout1(self._attend(x, pos_embed, key_padding_mask)))
         return self.norm2(x + self.dropout2(self._feed_forward(x)))
 
-    def _attend(self, x: Tensor, pos_embed: Tensor | None) -> Tensor:
+    def _attend(self, x: Tensor, pos_embed: Tensor | None, key_padding_mask: Tensor | None = None) -> Tensor:
         qk = x if pos_embed is None else x + pos_embed
-        return self.self_attn(qk, qk, value=x)[0]
+        return self.self_attn(qk, qk, value=x, key_padding_mask=key_padding_mask)[0]
 
     def _feed_forward(self, x: Tensor) -> Tensor:
         return self.linear2(self.dropout(self.activation(self.linear1(x))))

@@ -66,6 +66,11 @@ class DiffusionConfig(CheckpointPolicyConfig):
     clip_sample_range: float = 1.0
     num_inference_steps: int | None = None
     """Denoising steps per call; None uses num_train_timesteps."""
+    do_mask_loss_for_padding: bool = False
+    """Training: leave actions past the episode end out of the loss."""
+    optimizer_lr: float = 1e-4
+    """AdamW learning rate `lerobot-train` uses for this policy (LeRobot's preset)."""
+    optimizer_weight_decay: float = 1e-6
 
     def __post_init__(self) -> None:
         super().__post_init__()

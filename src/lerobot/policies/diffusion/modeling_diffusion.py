@@ -1,4 +1,4 @@
-"""Diffusion Policy (Chi et al., 2023, arXiv:2303.04137), inference only.
+"""Diffusion Policy (Chi et al., 2023, arXiv:2303.04137).
 
 Module and parameter names match LeRobot's `DiffusionPolicy` (`diffusion.rgb_encoder.0.backbone.4.0.conv1.weight`,
 `diffusion.unet.down_modules.0.0.cond_encoder.1.weight`, ...) so its model.safetensors loads
@@ -9,6 +9,10 @@ Randomness is per batch row: `reset(env_ids, seeds)` gives each row a CPU genera
 its episode seed, which draws that row's initial noise and DDPM step noise. An episode's
 actions then depend on its seed only, not on the batch it ran in or the device; with one row
 they equal LeRobot's after `torch.manual_seed(seed)` on the CPU.
+
+Training (`forward`) noises the action sequence at a random timestep and regresses the noise
+("epsilon") or the clean sequence ("sample"), per `prediction_type`, with MSE. Crops are
+central in training too (LeRobot crops at random positions while training).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
 from lerobot.policies.diffusion.schedulers import Generators, draw_noise, make_scheduler
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.resnet import feature_channels, feature_map_size, resnet_trunk
-from lerobot.utils.constants import OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
+from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
 
 
 class DiffusionPolicy(PreTrainedPolicy):
@@ -63,6 +67,12 @@ class DiffusionPolicy(PreTrainedPolicy):
             actions = self.diffusion.generate_actions(self._history.rows(rows), generator=generators)
             self._queue.fill(rows, actions, n_rows)
         return self._queue.pop()
+
+    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """Training loss for a normalised batch: observations (B, n_obs_steps, ...), `action`
+        (B, horizon, A) and `action_is_pad` (B, horizon); returns (loss, {"mse_loss"})."""
+        loss = self.diffusion.compute_loss(self._stack_cameras(batch), batch[ACTION], batch[ACTION_IS_PAD])
+        return loss, {"mse_loss": float(loss.detach())}
 
     @torch.no_grad()
     def predict_action_chunk(
@@ -163,6 +173,21 @@ class DiffusionModel(nn.Module):
         sample = self._sample(n_rows, global_cond, noise, generator)
         start = n_obs - 1
         return sample[:, start : start + self.config.n_action_steps]
+
+    def compute_loss(self, batch: dict[str, Tensor], actions: Tensor, action_is_pad: Tensor) -> Tensor:
+        """MSE of the UNet's prediction at a random timestep per row (DDPM forward process)."""
+        global_cond = self._global_conditioning(batch)
+        noise = torch.randn_like(actions)
+        n_rows = actions.shape[0]
+        steps = torch.randint(0, self.config.num_train_timesteps, (n_rows,), device=actions.device)
+        alpha_bar = self.noise_scheduler.alphas_cumprod.to(actions.device)[steps].view(-1, 1, 1)
+        noisy = alpha_bar.sqrt() * actions + (1 - alpha_bar).sqrt() * noise
+        predicted = self.unet(noisy, steps, global_cond=global_cond)
+        target = noise if self.config.prediction_type == "epsilon" else actions
+        loss = F.mse_loss(predicted, target, reduction="none")
+        if self.config.do_mask_loss_for_padding:
+            loss = loss * (~action_is_pad).unsqueeze(-1)
+        return loss.mean()
 
     def _sample(
         self, n_rows: int, global_cond: Tensor, noise: Tensor | None, generator: Generators

@@ -1,0 +1,48 @@
+"""The `lerobot-record-sim` configuration: which policy to roll out where, and where to write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from lerobot.configs.policies import PreTrainedConfig
+from lerobot.envs.configs import EnvConfig
+from lerobot.utils.errors import ConfigError
+
+
+@dataclass
+class RecordSimConfig:
+    env: EnvConfig
+    """The simulator and its one task: `--env.type=metaworld --env.task=reach-v3`."""
+    policy: PreTrainedConfig | None = None
+    """Who acts: `--policy.type=metaworld_expert`, or a checkpoint with `--policy.path=`."""
+    root: Path | None = None
+    """The dataset directory to create; it must not exist yet."""
+    n_episodes: int = 20
+    """Episodes rolled out; with --only_successful=true fewer may be kept."""
+    only_successful: bool = False
+    """Keep only the episodes that succeeded at some step."""
+    seed: int = 1000
+    """Episode e starts from seed + e."""
+    batch_size: int = 1
+    """Envs stepped together (in worker processes when above 1)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    def __post_init__(self) -> None:
+        if self.policy is None:
+            raise ConfigError(
+                f"--policy.type: required; choose one of {', '.join(PreTrainedConfig.get_known_choices())}"
+            )
+        if self.root is None:
+            raise ConfigError("--root: required; the directory the dataset is written to")
+        self.root = Path(self.root)
+        if self.root.exists():
+            raise ConfigError(f"--root={self.root}: already exists; choose a new directory")
+        if self.n_episodes <= 0:
+            raise ConfigError(f"--n_episodes={self.n_episodes}: must be a positive integer")
+        if self.batch_size <= 0:
+            raise ConfigError(f"--batch_size={self.batch_size}: must be a positive integer")
+        tasks = [task for group in self.env.task_groups().values() for task in group]
+        if len(tasks) != 1:
+            raise ConfigError(f"--env.task={self.env.task}: a dataset records one task; got {len(tasks)}")

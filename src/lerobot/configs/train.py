@@ -1,0 +1,102 @@
+"""The `lerobot-train` configuration."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from lerobot.configs.default import EvalConfig
+from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
+from lerobot.envs.configs import EnvConfig
+from lerobot.utils.errors import ConfigError
+
+
+@dataclass
+class DatasetConfig:
+    root: Path | None = None
+    """A LeRobot v3 dataset directory (e.g. written by lerobot-record-sim)."""
+    episodes: list[int] | None = None
+    """Train on these episodes only, e.g. [0,1]; default all."""
+
+
+@dataclass
+class WandbConfig:
+    enable: bool = False
+    """Log losses and eval success to Weights & Biases (needs `pip install wandb`)."""
+    project: str = "lerobot"
+    mode: Literal["online", "offline", "disabled"] = "offline"
+
+
+@dataclass
+class TrainPipelineConfig:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    """The demonstrations: `--dataset.root=<dir>` and optionally `--dataset.episodes=[0,1]`."""
+    policy: PreTrainedConfig | None = None
+    """What to train: `--policy.type=act|diffusion` and its settings (`--policy.dim_model=...`)."""
+    env: EnvConfig | None = None
+    """Where to evaluate during training (`--env.type=metaworld --env.task=reach-v3`); none: no eval."""
+    eval: EvalConfig = field(default_factory=lambda: EvalConfig(n_episodes=10, max_episodes_rendered=2))
+    """Episodes, batch size and videos of each in-training evaluation."""
+    output_dir: Path | None = None
+    """Checkpoints go to <output_dir>/checkpoints/<step>/, evaluations to <output_dir>/eval/step_<N>/;
+    default outputs/train/<date>/<time>_<job_name>."""
+    job_name: str | None = None
+    resume: bool = False
+    """Continue the run in --output_dir from its last checkpoint (weights, optimizer, step)."""
+    seed: int = 1000
+    """Seeds torch (weights, batches) and the evaluation episodes."""
+    steps: int = 10_000
+    """Optimizer steps in total."""
+    batch_size: int = 8
+    eval_freq: int = 1000
+    """Evaluate every N steps (and at the last step); 0 disables evaluation."""
+    save_freq: int = 1000
+    """Save a checkpoint every N steps (and at the last step)."""
+    log_freq: int = 100
+    """Log loss and throughput every N steps."""
+    lr: float | None = None
+    """AdamW learning rate; default the policy's preset (`optimizer_lr`)."""
+    weight_decay: float | None = None
+    """AdamW weight decay; default the policy's preset."""
+    warmup_steps: int = 0
+    """Linear learning-rate warm-up, then cosine decay to 10% over the remaining steps."""
+    grad_clip_norm: float = 10.0
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.policy, CheckpointPolicyConfig):
+            raise ConfigError("--policy.type: required; lerobot-train trains act or diffusion")
+        if self.dataset.root is None:
+            raise ConfigError("--dataset.root: required; a dataset written by lerobot-record-sim")
+        self.dataset.root = Path(self.dataset.root)
+        for flag, value in (
+            ("steps", self.steps),
+            ("batch_size", self.batch_size),
+            ("log_freq", self.log_freq),
+        ):
+            if value <= 0:
+                raise ConfigError(f"--{flag}={value}: must be a positive integer")
+        for flag, value in (
+            ("eval_freq", self.eval_freq),
+            ("save_freq", self.save_freq),
+            ("warmup_steps", self.warmup_steps),
+        ):
+            if value < 0:
+                raise ConfigError(f"--{flag}={value}: must be 0 or a positive integer")
+        if self.eval_freq and self.env is None:
+            raise ConfigError(
+                f"--eval_freq={self.eval_freq}: needs --env.type (and --env.task); or pass --eval_freq=0"
+            )
+        if self.job_name is None:
+            self.job_name = self.policy.type
+        if self.output_dir is None:
+            now = dt.datetime.now()
+            self.output_dir = Path("outputs/train") / f"{now:%Y-%m-%d}" / f"{now:%H-%M-%S}_{self.job_name}"
+        self.output_dir = Path(self.output_dir)
+        if self.output_dir.exists() and any(self.output_dir.iterdir()) and not self.resume:
+            raise ConfigError(
+                f"--output_dir={self.output_dir}: not empty; pass --resume=true to continue that run, or a new directory"
+            )

@@ -1,0 +1,1 @@
+"""`lerobot-train`: behaviour cloning from a LeRobot dataset, with in-loop evaluation."""

@@ -1,0 +1,157 @@
+"""Save what `lerobot-eval --policy.path` loads, and what `--resume=true` continues from.
+
+    checkpoints/<step:06d>/pretrained_model/   config.json, model.safetensors,
+                                               policy_{pre,post}processor.json + statistics
+    checkpoints/<step:06d>/training_state/     training_step.json, optimizer_state.safetensors,
+                                               optimizer_param_groups.json, scheduler_state.json
+    checkpoints/last -> <step:06d>
+Everything is JSON or safetensors; nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+
+from lerobot.configs.policies import CheckpointPolicyConfig
+from lerobot.configs.types import PolicyFeature
+from lerobot.policies.checkpoint import CONFIG_FILE, POSTPROCESSOR_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE
+from lerobot.utils.constants import ACTION
+
+CHECKPOINTS_DIR = "checkpoints"
+LAST = "last"
+PRETRAINED_DIR = "pretrained_model"
+TRAINING_STATE_DIR = "training_state"
+PREPROCESSOR_STATS = "policy_preprocessor_step_3_normalizer_processor.safetensors"
+POSTPROCESSOR_STATS = "policy_postprocessor_step_0_unnormalizer_processor.safetensors"
+NOT_SAVED = ("pretrained_path", "pretrained_revision")
+
+
+def checkpoint_dir(output_dir: Path, step: int) -> Path:
+    return Path(output_dir) / CHECKPOINTS_DIR / f"{step:06d}"
+
+
+def save_checkpoint(
+    output_dir: Path,
+    step: int,
+    policy: torch.nn.Module,
+    stats: Mapping[str, Mapping[str, Tensor]],
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+) -> Path:
+    """Write checkpoint `step` and point `last` at it; returns its pretrained_model dir."""
+    directory = checkpoint_dir(output_dir, step)
+    pretrained = directory / PRETRAINED_DIR
+    save_pretrained(policy, stats, pretrained)
+    save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler)
+    last = directory.parent / LAST
+    tmp = directory.parent / f".{LAST}.tmp"
+    tmp.unlink(missing_ok=True)
+    os.symlink(directory.name, tmp)
+    os.replace(tmp, last)  # atomic: a crash never leaves `last` missing
+    return pretrained
+
+
+def save_pretrained(
+    policy: torch.nn.Module, stats: Mapping[str, Mapping[str, Tensor]], directory: Path
+) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    cfg: CheckpointPolicyConfig = policy.config
+    (directory / CONFIG_FILE).write_text(json.dumps(encode_policy_config(cfg), indent=4))
+    state = {key: value.detach().cpu().contiguous() for key, value in policy.state_dict().items()}
+    save_file(state, directory / WEIGHTS_FILE, metadata={"format": "pt"})
+    flat = {f"{key}.{name}": t.cpu().contiguous() for key, s in stats.items() for name, t in s.items()}
+    norm_map = {kind: str(mode) for kind, mode in cfg.normalization_mapping.items()}
+    features = {**cfg.input_features, **cfg.output_features}
+    save_file(flat, directory / PREPROCESSOR_STATS)
+    save_file({k: v for k, v in flat.items() if k.startswith(ACTION + ".")}, directory / POSTPROCESSOR_STATS)
+    preprocessor = {
+        "name": "policy_preprocessor",
+        "steps": [
+            {"registry_name": "rename_observations_processor", "config": {"rename_map": {}}},
+            {"registry_name": "to_batch_processor", "config": {}},
+            {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}},
+            _normalizer_step("normalizer_processor", features, norm_map, PREPROCESSOR_STATS),
+        ],
+    }
+    postprocessor = {
+        "name": "policy_postprocessor",
+        "steps": [
+            _normalizer_step("unnormalizer_processor", cfg.output_features, norm_map, POSTPROCESSOR_STATS),
+            {"registry_name": "device_processor", "config": {"device": "cpu", "float_dtype": None}},
+        ],
+    }
+    (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
+    (directory / POSTPROCESSOR_FILE).write_text(json.dumps(postprocessor, indent=2))
+
+
+def _normalizer_step(
+    name: str, features: Mapping[str, PolicyFeature], norm_map: dict, state_file: str
+) -> dict:
+    return {
+        "registry_name": name,
+        "config": {"eps": 1e-8, "features": _encode(dict(features)), "norm_map": norm_map},
+        "state_file": state_file,
+    }
+
+
+def encode_policy_config(cfg: CheckpointPolicyConfig) -> dict[str, Any]:
+    """config.json: `type` first, then every field under LeRobot's names."""
+    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name not in NOT_SAVED}
+    return {"type": cfg.type, **_encode(fields)}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, PolicyFeature):
+        return {"type": str(value.type), "shape": list(value.shape)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def save_training_state(
+    directory: Path,
+    step: int,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    state = optimizer.state_dict()
+    tensors = {
+        f"{param_id}.{name}": torch.as_tensor(value).cpu().contiguous()
+        for param_id, per_param in state["state"].items()
+        for name, value in per_param.items()
+    }
+    save_file(tensors, directory / "optimizer_state.safetensors")
+    (directory / "optimizer_param_groups.json").write_text(json.dumps(state["param_groups"]))
+    (directory / "scheduler_state.json").write_text(json.dumps(scheduler.state_dict()))
+    (directory / "training_step.json").write_text(json.dumps({"step": step}))
+
+
+def load_training_state(
+    directory: Path, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler
+) -> int:
+    """Restore optimizer and scheduler from `directory`; returns the step it was saved at."""
+    per_param: dict[int, dict[str, Tensor]] = {}
+    for key, value in load_file(directory / "optimizer_state.safetensors").items():
+        param_id, name = key.split(".", 1)
+        per_param.setdefault(int(param_id), {})[name] = value
+    param_groups = json.loads((directory / "optimizer_param_groups.json").read_text())
+    optimizer.load_state_dict({"state": per_param, "param_groups": param_groups})
+    scheduler.load_state_dict(json.loads((directory / "scheduler_state.json").read_text()))
+    return int(json.loads((directory / "training_step.json").read_text())["step"])

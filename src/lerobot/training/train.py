@@ -1,0 +1,303 @@
+"""The training loop: sample windows, step AdamW, log, save, evaluate in the loop.
+
+In-loop evaluation runs exactly what `lerobot-eval` runs (`eval_policy_all` on fresh envs,
+same seeds), with the in-memory policy and processors; the envs are closed before training
+continues, so no simulator worker or GL context outlives an evaluation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch._dynamo  # noqa: F401  (see below)
+
+from lerobot.configs.policies import CheckpointPolicyConfig
+from lerobot.configs.train import TrainPipelineConfig
+from lerobot.configs.types import FeatureType, NormalizationMode
+from lerobot.datasets.reader import EpisodeFrames, load_episodes
+from lerobot.envs.factory import make_env
+from lerobot.evaluation.evaluate import close_envs, eval_policy_all
+from lerobot.evaluation.metrics import write_eval_info
+from lerobot.policies.checkpoint import load_weights
+from lerobot.policies.factory import policy_class
+from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.processor.normalize import Normalizer
+from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor
+from lerobot.training.batches import WindowSampler, compute_stats, dataset_features, window_offsets
+from lerobot.training.checkpoints import (
+    CHECKPOINTS_DIR,
+    LAST,
+    PRETRAINED_DIR,
+    TRAINING_STATE_DIR,
+    load_training_state,
+    save_checkpoint,
+)
+from lerobot.utils.constants import ACTION
+from lerobot.utils.device import resolve_device
+from lerobot.utils.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+# torch's optimizers import torch._dynamo, and with it triton, when the first one is built;
+# triton's import crashes (SIGSEGV) in a process that already holds an EGL context, as after an
+# in-process evaluation or recording. Importing it with this module, before any GL, avoids that.
+
+
+@dataclass
+class Trainee:
+    """The policy under training, with the statistics and processors that go with it."""
+
+    policy: PreTrainedPolicy
+    stats: dict[str, dict[str, torch.Tensor]]
+    normalizer: Normalizer
+
+    def processors(self) -> tuple[PolicyPreprocessor, PolicyPostprocessor]:
+        cfg = self.policy.config
+        return PolicyPreprocessor(self.normalizer, cfg.image_features, 0), PolicyPostprocessor(
+            self.normalizer
+        )
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        batch = self.normalizer.normalize(batch)
+        batch[ACTION] = self.normalizer.normalize_action(batch[ACTION])
+        return self.policy.forward(batch)
+
+
+@dataclass
+class TrainResult:
+    """What a run ended with."""
+
+    last_step: int
+    last_loss: float | None
+    checkpoints: list[Path] = field(default_factory=list)
+    eval_success: dict[int, float] = field(default_factory=dict)
+    """Step -> overall success rate in percent, for every in-loop evaluation."""
+    trainee: Trainee | None = None
+    """The trained policy with its statistics, as it is in memory at the end."""
+
+
+def train(cfg: TrainPipelineConfig) -> TrainResult:
+    """Train cfg.policy on cfg.dataset for cfg.steps steps (from the last checkpoint with --resume)."""
+    torch.manual_seed(cfg.seed)
+    frames = load_episodes(cfg.dataset.root, cfg.dataset.episodes)
+    logger.info(
+        "dataset: %d episodes, %d frames at %d fps", len(frames.episode_lengths), frames.n_frames, frames.fps
+    )
+    trainee = build_trainee(cfg, frames)
+    device = resolve_device(cfg.policy.device)
+    policy = trainee.policy.to(device)
+    sampler = WindowSampler(
+        frames,
+        list(cfg.policy.input_features),
+        *window_offsets(cfg.policy),
+        generator=torch.Generator().manual_seed(cfg.seed),
+    )
+    optimizer, scheduler = make_optimizer(cfg, policy)
+    step = resume(cfg, policy, optimizer, scheduler) if cfg.resume else 0
+    wandb_run = start_wandb(cfg)
+    result = TrainResult(last_step=step, last_loss=None, trainee=trainee)
+    logger.info(
+        "training %s (%d parameters) on %s for steps %d..%d",
+        cfg.policy.type,
+        n_parameters(policy),
+        device,
+        step + 1,
+        cfg.steps,
+    )
+    policy.train()
+    started, samples_since = time.perf_counter(), 0
+    while step < cfg.steps:
+        step += 1
+        loss, info = trainee.loss(sampler.sample(cfg.batch_size, device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip_norm)
+        optimizer.step()
+        scheduler.step()
+        samples_since += cfg.batch_size
+        result.last_step, result.last_loss = step, float(loss.detach())
+        if step % cfg.log_freq == 0 or step == cfg.steps:
+            elapsed = time.perf_counter() - started
+            log_step(
+                step,
+                result.last_loss,
+                info,
+                scheduler.get_last_lr()[0],
+                samples_since / elapsed,
+                wandb_run,
+                float(grad_norm),
+            )
+            started, samples_since = time.perf_counter(), 0
+        if cfg.save_freq and (step % cfg.save_freq == 0 or step == cfg.steps):
+            path = save_checkpoint(cfg.output_dir, step, policy, trainee.stats, optimizer, scheduler)
+            result.checkpoints.append(path)
+            logger.info("step %d: checkpoint saved to %s", step, path)
+        if cfg.eval_freq and (step % cfg.eval_freq == 0 or step == cfg.steps):
+            result.eval_success[step] = evaluate_in_loop(cfg, trainee, step, wandb_run)
+            started, samples_since = time.perf_counter(), 0
+    if wandb_run is not None:
+        wandb_run.finish()
+    return result
+
+
+def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
+    """A fresh policy whose features are the dataset's (those the env also provides)."""
+    policy_cfg: CheckpointPolicyConfig = cfg.policy
+    inputs, outputs = dataset_features(frames)
+    if cfg.env is not None:
+        inputs = matching_env_inputs(inputs, cfg.env.policy_features())
+    if not policy_cfg.input_features:
+        policy_cfg.input_features = inputs
+    if not policy_cfg.output_features:
+        policy_cfg.output_features = outputs
+    policy_cfg.__post_init__()  # re-validate now that the features are known
+    policy = policy_class(policy_cfg.type)(policy_cfg)
+    stats = {
+        key: s
+        for key, s in compute_stats(frames).items()
+        if key in {**policy_cfg.input_features, **policy_cfg.output_features}
+    }
+    norm_map = {FeatureType(k): NormalizationMode(v) for k, v in policy_cfg.normalization_mapping.items()}
+    normalizer = Normalizer({**policy_cfg.input_features, **policy_cfg.output_features}, norm_map, stats)
+    return Trainee(policy, stats, normalizer)
+
+
+def matching_env_inputs(inputs: dict, env_features: dict) -> dict:
+    """The dataset inputs the env provides; an image size mismatch is an error, not a surprise."""
+    kept = {key: ft for key, ft in inputs.items() if key in env_features}
+    for key, feature in kept.items():
+        if feature.type is FeatureType.VISUAL and tuple(env_features[key].shape) != tuple(feature.shape):
+            _, height, width = feature.shape
+            raise ConfigError(
+                f"{key}: the dataset's frames are {height}x{width}, the env renders "
+                f"{env_features[key].shape[1]}x{env_features[key].shape[2]}; pass "
+                f"--env.observation_height={height} --env.observation_width={width}"
+            )
+    return kept
+
+
+def make_optimizer(cfg: TrainPipelineConfig, policy: PreTrainedPolicy):
+    """AdamW (the backbone at its own rate when the policy has one), linear warm-up then cosine
+    decay to 10% of the rate at the last step."""
+    lr = cfg.lr if cfg.lr is not None else getattr(cfg.policy, "optimizer_lr", 1e-4)
+    weight_decay = (
+        cfg.weight_decay
+        if cfg.weight_decay is not None
+        else getattr(cfg.policy, "optimizer_weight_decay", 0.0)
+    )
+    backbone_lr = getattr(cfg.policy, "optimizer_lr_backbone", None)
+    named = list(policy.named_parameters())
+    if backbone_lr is not None and cfg.lr is None:
+        groups = [
+            {"params": [p for n, p in named if "backbone" not in n and p.requires_grad]},
+            {"params": [p for n, p in named if "backbone" in n and p.requires_grad], "lr": backbone_lr},
+        ]
+    else:
+        groups = [{"params": [p for _, p in named if p.requires_grad]}]
+    optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+
+    def schedule(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
+def resume(cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, scheduler) -> int:
+    last = Path(cfg.output_dir) / CHECKPOINTS_DIR / LAST
+    if not last.exists():
+        raise ConfigError(f"--resume=true: no checkpoint at {last}; start without --resume")
+    load_weights(policy, last / PRETRAINED_DIR)
+    step = load_training_state(last / TRAINING_STATE_DIR, optimizer, scheduler)
+    logger.info("resumed from %s at step %d", last.resolve(), step)
+    return step
+
+
+def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> float:
+    """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/."""
+    out = Path(cfg.output_dir) / "eval" / f"step_{step}"
+    preprocessor, postprocessor = trainee.processors()
+    envs = make_env(cfg.env, n_envs=cfg.eval.resolved_batch_size, use_async_envs=cfg.eval.resolved_use_async)
+    trainee.policy.eval()
+    try:
+        info = eval_policy_all(
+            envs,
+            trainee.policy,
+            preprocessor=preprocessor,
+            postprocessor=postprocessor,
+            n_episodes=cfg.eval.n_episodes,
+            max_episodes_rendered=cfg.eval.max_episodes_rendered,
+            videos_dir=out / "videos",
+            start_seed=cfg.seed,
+            max_episode_retries=cfg.eval.max_episode_retries,
+        )
+    finally:
+        close_envs(envs)
+        trainee.policy.train()
+    write_eval_info(info, out)
+    success = info["overall"]["pc_success"] or 0.0
+    logger.info(
+        "step %d: eval success %.1f%% over %d episodes (%s)",
+        step,
+        success,
+        info["overall"]["n_episodes"],
+        out,
+    )
+    if wandb_run is not None:
+        wandb_run.log({"eval/pc_success": success}, step=step)
+    return success
+
+
+def log_step(
+    step: int,
+    loss: float,
+    info: dict[str, float],
+    lr: float,
+    samples_per_s: float,
+    wandb_run: Any,
+    grad_norm: float,
+) -> None:
+    details = " ".join(f"{k}={v:.4f}" for k, v in info.items())
+    logger.info(
+        "step %d: loss=%.4f %s grad_norm=%.3f lr=%.2e %.1f samples/s",
+        step,
+        loss,
+        details,
+        grad_norm,
+        lr,
+        samples_per_s,
+    )
+    if wandb_run is not None:
+        wandb_run.log(
+            {
+                "train/loss": loss,
+                "train/lr": lr,
+                "train/samples_per_s": samples_per_s,
+                **{f"train/{k}": v for k, v in info.items()},
+            },
+            step=step,
+        )
+
+
+def start_wandb(cfg: TrainPipelineConfig) -> Any:
+    if not cfg.wandb.enable:
+        return None
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError("--wandb.enable=true: wandb is not installed; pip install wandb") from None
+    return wandb.init(
+        project=cfg.wandb.project, mode=cfg.wandb.mode, name=cfg.job_name, dir=str(cfg.output_dir)
+    )
+
+
+def n_parameters(policy: torch.nn.Module) -> int:
+    return sum(p.numel() for p in policy.parameters())

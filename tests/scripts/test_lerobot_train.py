@@ -1,0 +1,92 @@
+"""Record expert demonstrations, train on them with in-loop evaluation, evaluate the checkpoint."""
+
+import json
+
+import imageio.v3 as iio
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from lerobot.configs.parser import parse_config
+from lerobot.configs.train import TrainPipelineConfig
+from lerobot.scripts import lerobot_eval, lerobot_record_sim, lerobot_train
+from lerobot.training.train import train
+from tests.policies.checkpoints import load
+from tests.training.conftest import ENV_FLAGS, TINY_ACT
+
+ENV = ("--env.type=metaworld", "--env.task=reach-v3", "--env.episode_length=30", *ENV_FLAGS)
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.mark.slow
+def test_record_train_evaluate(tmp_path):
+    dataset = tmp_path / "dataset"
+    # Two envs in worker processes: episodes may end out of order, the recorder must not care.
+    record = [
+        "--policy.type=metaworld_expert",
+        "--n_episodes=2",
+        "--batch_size=2",
+        "--only_successful=false",
+        f"--root={dataset}",
+    ]
+    assert lerobot_record_sim.main([*ENV, *record]) == 0
+
+    info = json.loads((dataset / "meta/info.json").read_text())
+    frames = pq.read_table(dataset / "data/chunk-000/file-000.parquet")
+    assert (info["total_episodes"], info["total_frames"]) == (2, 60) == (2, frames.num_rows)
+    assert frames.schema.field("observation.state").type.list_size == 4
+    assert len(iio.imread(dataset / "videos/observation.image/chunk-000/file-000.mp4")) == 60
+
+    out = tmp_path / "train"
+    argv = [
+        *ENV, *TINY_ACT, f"--dataset.root={dataset}", "--dataset.episodes=[0,1]", f"--output_dir={out}",
+        "--steps=1", "--batch_size=2", "--eval_freq=1", "--save_freq=1",
+        "--eval.n_episodes=1", "--eval.batch_size=1",
+    ]  # fmt: skip
+    result = train(parse_config(TrainPipelineConfig, argv))
+
+    checkpoint = out / "checkpoints/000001/pretrained_model"
+    assert (out / "checkpoints/last").resolve() == checkpoint.parent
+    eval_info = json.loads((out / "eval/step_1/eval_info.json").read_text())
+    assert eval_info["overall"]["n_episodes"] == 1 and result.eval_success == {
+        1: eval_info["overall"]["pc_success"]
+    }
+    assert (out / "eval/step_1/videos/reach-v3_0/eval_episode_0.mp4").is_file()
+
+    eval_out = tmp_path / "eval"
+    eval_argv = [
+        *ENV,
+        f"--policy.path={checkpoint}",
+        "--policy.device=cpu",
+        "--eval.n_episodes=1",
+        "--eval.batch_size=1",
+        f"--output_dir={eval_out}",
+    ]
+    assert lerobot_eval.main(eval_argv) == 0
+    assert json.loads((eval_out / "eval_info.json").read_text())["overall"]["n_episodes"] == 1
+
+    loaded, trainee = load(checkpoint, env_flags=ENV_FLAGS), result.trainee
+    pre, post = trainee.processors()
+    batch = {
+        "observation.image": torch.rand((1, 3, 64, 64), generator=torch.Generator().manual_seed(0)),
+        "observation.state": torch.zeros((1, 4)),
+        "observation.environment_state": torch.zeros((1, 39)),
+    }
+    for policy in (trainee.policy, loaded.policy):
+        policy.eval()
+        policy.reset()
+    torch.testing.assert_close(
+        loaded.act(batch), post(trainee.policy.select_action(pre(batch))), rtol=0, atol=0
+    )
+
+
+def test_training_without_a_dataset_root_says_which_flag(capsys):
+    assert lerobot_train.main(["--policy.type=act", "--eval_freq=0"]) == 2
+    assert "--dataset.root" in capsys.readouterr().err

@@ -1,0 +1,129 @@
+"""The training loop without a simulator: losses, checkpoints that lerobot-eval loads, resume."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import lerobot.envs  # noqa: F401  (registers --env.type values)
+import lerobot.policies  # noqa: F401  (registers --policy.type values)
+from lerobot.configs.parser import CliError, parse_config
+from lerobot.configs.train import TrainPipelineConfig
+from lerobot.datasets.reader import load_episodes
+from lerobot.datasets.recorder import DatasetRecorder
+from lerobot.training.batches import WindowSampler
+from lerobot.training.train import train
+from tests.policies.checkpoints import load
+from tests.training.conftest import ENV_FLAGS, TINY_ACT, make_frames
+
+TINY_DIFFUSION = (
+    "--policy.type=diffusion",
+    "--policy.n_obs_steps=2",
+    "--policy.horizon=8",
+    "--policy.n_action_steps=4",
+    "--policy.down_dims=[16, 32]",
+    "--policy.spatial_softmax_num_keypoints=4",
+    "--policy.use_group_norm=true",
+    "--policy.num_inference_steps=2",
+    "--policy.num_train_timesteps=10",
+    "--policy.device=cpu",
+)
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    """make_frames' episodes written as a v3 dataset (without the env state)."""
+    frames = make_frames()
+    recorder = DatasetRecorder(tmp_path / "dataset", fps=10, task="reach")
+    for episode, (start, length) in enumerate(
+        zip(frames.episode_starts, frames.episode_lengths, strict=True)
+    ):
+        for step in range(length):
+            row = start + step
+            observation = {
+                "pixels": frames.images["observation.image"][row],
+                "agent_pos": frames.vectors["observation.state"][row],
+                "environment_state": frames.vectors["observation.environment_state"][row],
+            }
+            recorder.add_step(episode, observation, frames.vectors["action"][row], step)
+        recorder.end_episode(episode, keep=True)
+    return recorder.finish()
+
+
+def train_config(dataset, out, *flags: str) -> TrainPipelineConfig:
+    argv = [
+        f"--dataset.root={dataset}",
+        f"--output_dir={out}",
+        "--eval_freq=0",
+        "--batch_size=4",
+        "--log_freq=1",
+        *flags,
+    ]
+    return parse_config(TrainPipelineConfig, argv)
+
+
+def fixed_batch() -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(3)
+    return {
+        "observation.image": torch.rand((2, 3, 64, 64), generator=generator),
+        "observation.state": torch.randn((2, 4), generator=generator),
+        "observation.environment_state": torch.randn((2, 39), generator=generator),
+    }
+
+
+@pytest.mark.parametrize("policy_flags", [TINY_ACT, TINY_DIFFUSION], ids=["act", "diffusion"])
+def test_checkpoint_loads_as_lerobot_eval_does_and_acts_the_same(tmp_path, dataset, policy_flags):
+    result = train(train_config(dataset, tmp_path / "run", *policy_flags, "--steps=2", "--save_freq=2"))
+
+    checkpoint = tmp_path / "run/checkpoints/last/pretrained_model"
+    assert result.checkpoints == [tmp_path / "run/checkpoints/000002/pretrained_model"]
+    assert json.loads((checkpoint / "config.json").read_text())["type"] == policy_flags[0].split("=")[1]
+    loaded = load(checkpoint, env_flags=ENV_FLAGS)
+    trainee = result.trainee
+    trainee.policy.eval()
+    pre, post = trainee.processors()
+    for policy in (trainee.policy, loaded.policy):
+        policy.reset(env_ids=[0, 1], seeds=[5, 6])
+    expected = post(trainee.policy.select_action(pre(fixed_batch())))
+    torch.testing.assert_close(loaded.act(fixed_batch()), expected, rtol=0, atol=0)
+
+
+def dataset_batch(trainee, dataset) -> dict[str, torch.Tensor]:
+    frames = load_episodes(dataset)
+    keys = list(trainee.policy.config.input_features)
+    sampler = WindowSampler(frames, keys, [0], range(4), torch.Generator().manual_seed(0))
+    return sampler.gather(np.arange(frames.n_frames), torch.device("cpu"))
+
+
+def l1_after(tmp_path, dataset, steps: int) -> float:
+    trainee = train(
+        train_config(
+            dataset, tmp_path / f"run{steps}", *TINY_ACT, f"--steps={steps}", "--save_freq=0", "--lr=1e-3"
+        )
+    ).trainee
+    trainee.policy.eval()  # no dropout; the VAE latent is still sampled, so seed it
+    torch.manual_seed(0)
+    with torch.no_grad():
+        _, info = trainee.loss(dataset_batch(trainee, dataset))
+    return info["l1_loss"]
+
+
+def test_act_fits_its_training_data(tmp_path, dataset):
+    assert l1_after(tmp_path, dataset, steps=40) < 0.75 * l1_after(tmp_path, dataset, steps=1)
+
+
+def test_resume_continues_from_the_last_checkpoint(tmp_path, dataset):
+    out = tmp_path / "run"
+    train(train_config(dataset, out, *TINY_ACT, "--steps=2", "--save_freq=1"))
+    with pytest.raises(CliError, match="--resume=true"):
+        train_config(dataset, out, *TINY_ACT, "--steps=3")
+
+    result = train(train_config(dataset, out, *TINY_ACT, "--steps=3", "--save_freq=1", "--resume=true"))
+
+    assert result.last_step == 3
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["000001", "000002", "000003", "last"]
+    state = json.loads((out / "checkpoints/last/training_state/training_step.json").read_text())
+    assert state == {"step": 3}
+    optimizer_steps = json.loads((out / "checkpoints/last/training_state/scheduler_state.json").read_text())
+    assert optimizer_steps["last_epoch"] == 3
