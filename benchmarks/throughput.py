@@ -157,6 +157,9 @@ def main() -> int:
     print(f"machine: {describe_machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         if args.expert:
+            # Warm-up: the first run also starts the fork server and imports the simulator in it.
+            warm_up = argparse.Namespace(**{**vars(args), "episodes": 2, "episode_length": 5})
+            run_harness(eval_args(warm_up, Path(tmp) / "warm_up", "metaworld_expert"))
             on = rates(run_harness(eval_args(args, Path(tmp) / "on", "metaworld_expert", continuous=True)))
             off = rates(run_harness(eval_args(args, Path(tmp) / "off", "metaworld_expert", continuous=False)))
             result = {
