@@ -32,6 +32,7 @@ from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
 from lerobot.configs.parser import parse_config  # noqa: E402
 from lerobot.evaluation.evaluate import evaluate  # noqa: E402
 from lerobot.evaluation.journal import EpisodeJournal  # noqa: E402
+from lerobot.evaluation.provenance import cpu_model  # noqa: E402
 from lerobot.evaluation.ray_backend import run_tasks_on_ray  # noqa: E402
 
 
@@ -90,12 +91,7 @@ def run_local(args: argparse.Namespace, out: Path) -> dict:
 
 
 def describe_machine() -> str:
-    cpu = platform.processor() or "?"
-    cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
+    cpu = cpu_model() or platform.processor() or "?"
     load = f", load average {os.getloadavg()[0]:.1f} at start"
     return f"{os.cpu_count()} cores ({cpu}){load}, Ray {ray.__version__}, Python {platform.python_version()}"
 

@@ -33,6 +33,7 @@ import lerobot.policies  # noqa: E402,F401
 from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
 from lerobot.configs.parser import parse_config  # noqa: E402
 from lerobot.evaluation.evaluate import evaluate  # noqa: E402
+from lerobot.evaluation.provenance import cpu_model  # noqa: E402
 
 
 def eval_args(args: argparse.Namespace, out: Path, policy: str, continuous: bool = True) -> list[str]:
@@ -124,14 +125,7 @@ def peak_rss_mb() -> dict:
 
 
 def describe_machine() -> str:
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model() or platform.processor() or "?"
     return f"{os.cpu_count()} cores ({cpu}), MUJOCO_GL={os.environ.get('MUJOCO_GL')}, Python {platform.python_version()}"
 
 
