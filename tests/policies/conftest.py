@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.policies.checkpoints import NAMES, materialize
 
@@ -17,10 +16,5 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    """The fixture models are tiny: on a 2-core machine, torch's thread pool makes each of their
-    small convolutions ~50x slower than one thread does (65 s instead of 7 s for these tests)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+def _single_torch_thread(one_torch_thread):
+    """Every test here runs tiny models: see `one_torch_thread` in tests/conftest.py."""

@@ -17,12 +17,7 @@ from tests.training.conftest import ENV_FLAGS, TINY_ACT
 ENV = ("--env.type=metaworld", "--env.task=reach-v3", "--env.episode_length=30", *ENV_FLAGS)
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.slow

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 from lerobot.datasets.reader import EpisodeFrames
 
@@ -47,9 +46,5 @@ def frames() -> EpisodeFrames:
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny models on a 2-core machine: one thread is much faster (see tests/policies/conftest.py)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+def _single_torch_thread(one_torch_thread):
+    """Every test here runs tiny models: see `one_torch_thread` in tests/conftest.py."""
