@@ -17,11 +17,10 @@ from collections.abc import Sequence
 import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalPipelineConfig
-from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, parse_config
+from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.evaluation.evaluate import eval_policy, eval_policy_all, evaluate
+from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.gl import default_mujoco_gl
-from lerobot.utils.logging_utils import init_logging
 from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
 
 __all__ = ["eval_policy", "eval_policy_all", "main"]
@@ -30,14 +29,9 @@ logger = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    init_logging()
-    default_mujoco_gl()
-    try:
-        cfg = parse_config(EvalPipelineConfig, argv, prog="lerobot-eval")
-    except CliError as exc:
-        sys.stderr.write(f"{exc}\n")
+    cfg = start_cli(EvalPipelineConfig, argv, prog="lerobot-eval")
+    if cfg is None:
         return USAGE_EXIT_CODE
-    init_logging(cfg.log_level)
     try:
         with interrupts_as_exceptions():
             info = evaluate(cfg)

@@ -14,25 +14,19 @@ from collections.abc import Sequence
 
 import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
-from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, parse_config
+from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.record import RecordSimConfig
 from lerobot.datasets.record_sim import record_sim
+from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.gl import default_mujoco_gl
-from lerobot.utils.logging_utils import init_logging
 
 logger = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    init_logging()
-    default_mujoco_gl()
-    try:
-        cfg = parse_config(RecordSimConfig, argv, prog="lerobot-record-sim")
-    except CliError as exc:
-        sys.stderr.write(f"{exc}\n")
+    cfg = start_cli(RecordSimConfig, argv, prog="lerobot-record-sim")
+    if cfg is None:
         return USAGE_EXIT_CODE
-    init_logging(cfg.log_level)
     try:
         root = record_sim(cfg)
     except (ConfigError, ValueError) as exc:

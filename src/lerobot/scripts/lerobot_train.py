@@ -16,26 +16,20 @@ from collections.abc import Sequence
 
 import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
-from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, parse_config
+from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.datasets.reader import DatasetError
+from lerobot.scripts.cli import start_cli
 from lerobot.training.train import train
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.gl import default_mujoco_gl
-from lerobot.utils.logging_utils import init_logging
 
 logger = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    init_logging()
-    default_mujoco_gl()
-    try:
-        cfg = parse_config(TrainPipelineConfig, argv, prog="lerobot-train")
-    except CliError as exc:
-        sys.stderr.write(f"{exc}\n")
+    cfg = start_cli(TrainPipelineConfig, argv, prog="lerobot-train")
+    if cfg is None:
         return USAGE_EXIT_CODE
-    init_logging(cfg.log_level)
     try:
         result = train(cfg)
     except (ConfigError, DatasetError) as exc:
