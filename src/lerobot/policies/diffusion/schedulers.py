@@ -77,6 +77,11 @@ class NoiseScheduler:
             original = original.clamp(-self.clip_sample_range, self.clip_sample_range)
         return original
 
+    def _alpha_products(self, t: int, prev_t: int) -> tuple[Tensor, Tensor]:
+        """Cumulative alpha products at t and at the previous step (1 before the first)."""
+        alpha_prod_prev = self.alphas_cumprod[prev_t] if prev_t >= 0 else self.one
+        return self.alphas_cumprod[t], alpha_prod_prev
+
 
 class DDPMScheduler(NoiseScheduler):
     """Ancestral sampling; adds fresh Gaussian noise at every step but the last."""
@@ -84,8 +89,7 @@ class DDPMScheduler(NoiseScheduler):
     def step(
         self, model_output: Tensor, t: int, prev_t: int, sample: Tensor, generator: Generators
     ) -> Tensor:
-        alpha_prod_t = self.alphas_cumprod[t]
-        alpha_prod_prev = self.alphas_cumprod[prev_t] if prev_t >= 0 else self.one
+        alpha_prod_t, alpha_prod_prev = self._alpha_products(t, prev_t)
         beta_prod_t = 1 - alpha_prod_t
         beta_prod_prev = 1 - alpha_prod_prev
         current_alpha = alpha_prod_t / alpha_prod_prev
@@ -113,8 +117,7 @@ class DDIMScheduler(NoiseScheduler):
     def step(
         self, model_output: Tensor, t: int, prev_t: int, sample: Tensor, generator: Generators
     ) -> Tensor:
-        alpha_prod_t = self.alphas_cumprod[t]
-        alpha_prod_prev = self.alphas_cumprod[prev_t] if prev_t >= 0 else self.one
+        alpha_prod_t, alpha_prod_prev = self._alpha_products(t, prev_t)
         beta_prod_t = 1 - alpha_prod_t
         original = self._predict_original(model_output, sample, alpha_prod_t)
         if self.prediction_type == "epsilon":
