@@ -1,4 +1,4 @@
-"""Every `lerobot-eval` / `lerobot-train` command line we document parses with our config parser.
+"""Every `lerobot-eval` / `lerobot-train` / `lerobot-record-sim` command line we document parses with our config parser.
 
 A renamed or removed flag breaks the commands users copy from our docs, Dockerfiles and CI
 long before anyone runs them; this test reads those commands and parses each one with the CLI's
@@ -60,6 +60,7 @@ SOURCES = (
 CONFIG_CLASSES = {
     "lerobot-eval": ("lerobot.configs.eval", "EvalPipelineConfig"),
     "lerobot-train": ("lerobot.configs.train", "TrainPipelineConfig"),
+    "lerobot-record-sim": ("lerobot.configs.record", "RecordSimConfig"),
 }
 PLACEHOLDER = "__PLACEHOLDER__"
 PLACEHOLDER_RE = re.compile(r"\$\{\{.*?\}\}|\$\([^()]*\)|\$\{[^}]*\}|\$\$?[A-Za-z_]\w*|<[A-Za-z][\w.-]*>")
@@ -311,14 +312,18 @@ def check_parses(command: DocumentedCommand) -> None:
 # --- tests -----------------------------------------------------------------------------------
 
 EVAL_COMMANDS = documented_commands("lerobot-eval")
-TRAIN_COMMANDS = documented_commands("lerobot-train")
+TRAIN_COMMANDS = documented_commands("lerobot-train") + documented_commands("lerobot-record-sim")
 
 
-def test_documented_eval_commands_exist():
-    # Guards against a vacuous pass: the README, the docs and the Dockerfile all have some.
-    assert len(EVAL_COMMANDS) >= 3, f"found only {[c.source for c in EVAL_COMMANDS]}"
-    sources = {c.source.split(":")[0].split(" ")[0] for c in EVAL_COMMANDS}
-    assert {"README.md", "Makefile", "docker/Dockerfile.benchmark.metaworld"} <= sources
+def test_documented_commands_exist():
+    # Guards against a vacuous pass: the README, the docs, the Dockerfile and the CI smoke jobs
+    # all have some.
+    eval_sources = {c.source.split(":")[0].split(" ")[0] for c in EVAL_COMMANDS}
+    assert {"README.md", "Makefile", "docker/Dockerfile.benchmark.metaworld"} <= eval_sources
+    train_sources = {(c.program, c.source.split(":")[0].split(" ")[0]) for c in TRAIN_COMMANDS}
+    for program in ("lerobot-train", "lerobot-record-sim"):
+        for source in ("docs/source/training.mdx", ".github/workflows/benchmark_tests.yml"):
+            assert (program, source) in train_sources, f"no {program} command found in {source}"
 
 
 @pytest.mark.parametrize("command", EVAL_COMMANDS, ids=lambda c: c.source)
@@ -326,15 +331,10 @@ def test_documented_eval_command_parses(command):
     check_parses(command)
 
 
-@pytest.mark.parametrize(
-    "command",
-    TRAIN_COMMANDS
-    or [pytest.param(None, marks=pytest.mark.skip(reason="no lerobot-train command line is documented yet"))],
-    ids=lambda c: c.source if c else "none",
-)
-def test_documented_train_command_parses(command):
-    assert "lerobot-train" in registered_programs(), (
-        f"{command.source}: `{command}` documents lerobot-train, which pyproject.toml does not register"
+@pytest.mark.parametrize("command", TRAIN_COMMANDS, ids=lambda c: f"{c.program} {c.source}")
+def test_documented_train_and_record_command_parses(command):
+    assert command.program in registered_programs(), (
+        f"{command.source}: `{command}` documents {command.program}, which pyproject.toml does not register"
     )
     check_parses(command)
 
