@@ -31,6 +31,20 @@ def test_random_actions_are_seeded_per_row_not_per_batch():
     torch.testing.assert_close(wide.select_action(state_batch(3))[1], wide_actions[0, 1])
 
 
+def test_random_actions_are_numpys_uniform_draws_of_the_episode_seed():
+    # The fast draw must keep the published random baselines: the same numbers as
+    # np.random.default_rng(seed).uniform(low, high), step after step.
+    env_cfg = MetaworldEnvConfig(task="push-v3")
+    policy = make_policy(PreTrainedConfig.get_choice_class("random")(device="cpu"), env_cfg)
+    policy.reset(env_ids=[0, 1], seeds=[11, 12])
+    drawn = np.stack([policy.select_action(state_batch(2)).numpy() for _ in range(50)], axis=1)
+    low, high = np.full(4, -1.0, np.float32), np.full(4, 1.0, np.float32)
+    for row, seed in enumerate((11, 12)):
+        rng = np.random.default_rng(seed)
+        expected = np.stack([rng.uniform(low, high) for _ in range(50)]).astype(np.float32)
+        np.testing.assert_array_equal(drawn[row], expected)
+
+
 @pytest.mark.filterwarnings("ignore:Constant")
 def test_expert_acts_per_row_task(metaworld):
     from lerobot.envs.metaworld import MetaworldEnv

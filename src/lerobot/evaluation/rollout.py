@@ -179,6 +179,7 @@ class _RolloutLoop:
         self.observations: list[Any] = [None] * env.num_envs
         self.results: list[EpisodeResult] = []
         self.step_index = 0
+        self.action_shape = (env.num_envs, *env.single_action_space.shape)
 
     def run(self) -> list[EpisodeResult]:
         if not self.pending:
@@ -187,24 +188,32 @@ class _RolloutLoop:
             _call_or_none(self.env, "task_description", "task"), self.env.num_envs
         )
         self.env_tasks = task_strings(_call_or_none(self.env, "task"), self.env.num_envs)
-        while self.pending or self._active_ids():
-            self._start_pending_episodes()
-            active = self._active_ids()
-            if not active:
-                continue  # every start failed; the episodes went back to the queue
-            actions = self._select_actions()
-            self._report_steps(active, actions)
-            recorded = [i for i in active if self.slots[i].video is not None]
-            outcomes = self.env.step_at(
-                active, [actions[i] for i in active], render_ids=recorded, tolerate_failures=True
-            )
-            for env_id, outcome in zip(active, outcomes, strict=True):
-                if isinstance(outcome, SlotFailure):
-                    self._handle_failure(env_id, outcome.describe("step"))
-                else:
-                    self._apply_step(env_id, outcome)
-            self.step_index += 1
+        # One inference-mode scope for the whole loop rather than one per step: entering it
+        # costs microseconds, which count against a state-only step of under a millisecond.
+        with torch.inference_mode():
+            while self.pending or self._active_ids():
+                self._step_once()
         return sorted(self.results, key=lambda r: r.episode_index)
+
+    def _step_once(self) -> None:
+        """Start what can start, choose every active slot's action, step those slots."""
+        if self.pending:
+            self._start_pending_episodes()
+        active = self._active_ids()
+        if not active:
+            return  # every start failed; the episodes went back to the queue
+        actions = self._select_actions(active)
+        self._report_steps(active, actions)
+        recorded = [i for i in active if self.slots[i].video is not None] if self.n_videos_open else ()
+        outcomes = self.env.step_at(
+            active, [actions[i] for i in active], render_ids=recorded, tolerate_failures=True
+        )
+        for env_id, outcome in zip(active, outcomes, strict=True):
+            if isinstance(outcome, SlotFailure):
+                self._handle_failure(env_id, outcome.describe("step"))
+            else:
+                self._apply_step(env_id, outcome)
+        self.step_index += 1
 
     def _active_ids(self) -> list[int]:
         return [i for i, slot in enumerate(self.slots) if slot is not None]
@@ -251,22 +260,31 @@ class _RolloutLoop:
             self.slots[env_id].video = EpisodeVideo(path, self.settings.fps)
             self.slots[env_id].video.add(frame)
 
-    def _select_actions(self) -> np.ndarray:
+    @property
+    def n_videos_open(self) -> int:
+        return sum(1 for slot in self.slots if slot is not None and slot.video is not None)
+
+    def _select_actions(self, active: Sequence[int]) -> np.ndarray:
         """One policy call for every slot; rows of idle slots are computed and ignored."""
-        filler = next(obs for obs in self.observations if obs is not None)
-        stacked = stack_observations([obs if obs is not None else filler for obs in self.observations])
+        if len(active) == len(self.observations):
+            stacked = stack_observations(self.observations)
+        else:
+            filler = self.observations[active[0]]
+            stacked = stack_observations([obs if obs is not None else filler for obs in self.observations])
         batch: dict[str, Any] = observation_to_batch(stacked, self.device, self.settings.rename_map)
         batch[TASK] = self.descriptions
         batch[ENV_TASK] = self.env_tasks
         if self.settings.preprocessor is not None:
             batch = self.settings.preprocessor(batch)
         amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
-        with torch.inference_mode(), amp:
+        with amp:
             actions = self.policy.select_action(batch)
             if self.settings.postprocessor is not None:
                 actions = self.settings.postprocessor(actions)
-        actions = actions.detach().to("cpu", torch.float32).numpy()
-        self._check_actions(actions)
+        if actions.device.type != "cpu" or actions.dtype != torch.float32:
+            actions = actions.to("cpu", torch.float32)  # the one device-to-host copy per step
+        actions = actions.numpy()
+        self._check_actions(actions, active)
         return actions
 
     def _report_steps(self, active: Sequence[int], actions: np.ndarray) -> None:
@@ -278,15 +296,16 @@ class _RolloutLoop:
                 env_id, episode.index, self.observations[env_id], actions[env_id], episode.n_steps
             )
 
-    def _check_actions(self, actions: np.ndarray) -> None:
-        expected = (self.env.num_envs, *self.env.single_action_space.shape)
+    def _check_actions(self, actions: np.ndarray, active: Sequence[int]) -> None:
+        expected = self.action_shape
         if actions.shape != expected:
             raise ValueError(
                 f"policy {self.policy.name!r} returned actions of shape {actions.shape} at step "
                 f"{self.step_index}; expected {expected}"
             )
-        active = self._active_ids()
-        if not np.isfinite(actions[active]).all():
+        if np.isfinite(actions).all():  # the common case, without indexing the active rows
+            return
+        if not np.isfinite(actions[list(active)]).all():
             raise ValueError(
                 f"policy {self.policy.name!r} returned NaN or inf actions at step {self.step_index} "
                 f"(expected finite actions of shape {expected})"

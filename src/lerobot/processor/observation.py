@@ -37,6 +37,8 @@ def observation_to_batch(
             batch[policy_key] = torch.from_numpy(np.asarray(observation[env_key], dtype=np.float32))
     if rename_map:
         batch = {rename_map.get(key, key): value for key, value in batch.items()}
+    if (device.type if isinstance(device, torch.device) else torch.device(device).type) == "cpu":
+        return batch
     return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
 
 

@@ -26,6 +26,11 @@ class RandomPolicy(PreTrainedPolicy):
         super().__init__(config)
         self.action_low = np.asarray(action_low, dtype=np.float32)
         self.action_high = np.asarray(action_high, dtype=np.float32)
+        # low + (high - low) * U[0, 1) in float64 is exactly what Generator.uniform(low, high)
+        # computes, draw for draw, at a sixth of its per-call cost (it dominates a state-only
+        # random-policy step otherwise).
+        self._offset = self.action_low.astype(np.float64)
+        self._scale = (self.action_high - self.action_low).astype(np.float64)
         self._rngs: dict[int, np.random.Generator] = {}
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
@@ -38,10 +43,10 @@ class RandomPolicy(PreTrainedPolicy):
 
     def select_action(self, batch) -> torch.Tensor:
         n_rows = _batch_size(batch)
-        actions = np.stack(
-            [self._row_rng(row).uniform(self.action_low, self.action_high) for row in range(n_rows)]
-        )
-        return torch.from_numpy(actions.astype(np.float32))
+        actions = np.empty((n_rows, *self._scale.shape), dtype=np.float32)
+        for row in range(n_rows):
+            actions[row] = self._offset + self._scale * self._row_rng(row).random(self._scale.shape)
+        return torch.from_numpy(actions)
 
     def _row_rng(self, row: int) -> np.random.Generator:
         if row not in self._rngs:
