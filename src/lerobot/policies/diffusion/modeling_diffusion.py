@@ -42,7 +42,10 @@ class DiffusionPolicy(PreTrainedPolicy):
     def __init__(self, config: DiffusionConfig):
         super().__init__(config)
         self.diffusion = DiffusionModel(config)
-        self._history = ObservationHistory(config.n_obs_steps)
+        self.init_rollout_state()
+
+    def init_rollout_state(self) -> None:
+        self._history = ObservationHistory(self.config.n_obs_steps)
         self._queue = RowActionQueue()
         self._generators: dict[int, torch.Generator] = {}
 
