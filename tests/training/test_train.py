@@ -1,10 +1,12 @@
 """The training loop without a simulator: losses, checkpoints that lerobot-eval loads, resume."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
 import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
@@ -113,17 +115,25 @@ def test_act_fits_its_training_data(tmp_path, dataset):
     assert l1_after(tmp_path, dataset, steps=40) < 0.75 * l1_after(tmp_path, dataset, steps=1)
 
 
-def test_resume_continues_from_the_last_checkpoint(tmp_path, dataset):
+def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, dataset):
     out = tmp_path / "run"
-    train(train_config(dataset, out, *TINY_ACT, "--steps=2", "--save_freq=1"))
+    flags = (*TINY_ACT, "--steps=4", "--save_freq=2", "--lr=1e-3")
+    uninterrupted = train(train_config(dataset, out, *flags))
+    expected = load_file(out / "checkpoints/000004/pretrained_model/model.safetensors")
+    # Interrupt it after step 2: remove what came later, as if the process had died there.
+    shutil.rmtree(out / "checkpoints/000004")
+    (out / "checkpoints/last").unlink()
+    (out / "checkpoints/last").symlink_to("000002")
     with pytest.raises(CliError, match="--resume=true"):
-        train_config(dataset, out, *TINY_ACT, "--steps=3")
+        train_config(dataset, out, *flags)
 
-    result = train(train_config(dataset, out, *TINY_ACT, "--steps=3", "--save_freq=1", "--resume=true"))
+    resumed = train(train_config(dataset, out, *flags, "--resume=true"))
 
-    assert result.last_step == 3
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["000001", "000002", "000003", "last"]
+    assert resumed.last_step == 4 and resumed.last_loss == uninterrupted.last_loss
+    weights = load_file(out / "checkpoints/000004/pretrained_model/model.safetensors")
+    assert weights.keys() == expected.keys()
+    for key, value in expected.items():
+        torch.testing.assert_close(weights[key], value, rtol=0, atol=0, msg=key)
     state = json.loads((out / "checkpoints/last/training_state/training_step.json").read_text())
-    assert state == {"step": 3}
-    optimizer_steps = json.loads((out / "checkpoints/last/training_state/scheduler_state.json").read_text())
-    assert optimizer_steps["last_epoch"] == 3
+    schedule = json.loads((out / "checkpoints/last/training_state/scheduler_state.json").read_text())
+    assert state == {"step": 4} and schedule["last_epoch"] == 4

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.datasets import layout
 from lerobot.envs.configs import EnvConfig
 from lerobot.utils.errors import ConfigError
 
@@ -27,6 +28,12 @@ class RecordSimConfig:
     """Episode e starts from seed + e."""
     batch_size: int = 1
     """Envs stepped together (in worker processes when above 1)."""
+    data_files_size_in_mb: float = layout.DATA_FILES_SIZE_IN_MB
+    """Start a new frame-table (and episodes-table) file before one would pass this size."""
+    video_files_size_in_mb: float = layout.VIDEO_FILES_SIZE_IN_MB
+    """Start a new video file before one would pass this size."""
+    chunks_size: int = layout.CHUNKS_SIZE
+    """Files per chunk-XXX folder."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     def __post_init__(self) -> None:
@@ -41,8 +48,13 @@ class RecordSimConfig:
             raise ConfigError(f"--root={self.root}: already exists; choose a new directory")
         if self.n_episodes <= 0:
             raise ConfigError(f"--n_episodes={self.n_episodes}: must be a positive integer")
-        if self.batch_size <= 0:
-            raise ConfigError(f"--batch_size={self.batch_size}: must be a positive integer")
+        for flag in ("batch_size", "data_files_size_in_mb", "video_files_size_in_mb", "chunks_size"):
+            if getattr(self, flag) <= 0:
+                raise ConfigError(f"--{flag}={getattr(self, flag)}: must be positive")
         tasks = [task for group in self.env.task_groups().values() for task in group]
         if len(tasks) != 1:
             raise ConfigError(f"--env.task={self.env.task}: a dataset records one task; got {len(tasks)}")
+
+    @property
+    def file_limits(self) -> layout.FileLimits:
+        return layout.FileLimits(self.chunks_size, self.data_files_size_in_mb, self.video_files_size_in_mb)

@@ -19,6 +19,9 @@ class DatasetConfig:
     """A LeRobot v3 dataset directory (e.g. written by lerobot-record-sim)."""
     episodes: list[int] | None = None
     """Train on these episodes only, e.g. [0,1]; default all."""
+    frame_cache_dir: Path | None = None
+    """Where camera frames are decoded to once (memory-mapped while training); default
+    <root>/.cache/frames. Point it elsewhere when the dataset directory is read-only."""
 
 
 @dataclass
@@ -44,7 +47,8 @@ class TrainPipelineConfig:
     default outputs/train/<date>/<time>_<job_name>."""
     job_name: str | None = None
     resume: bool = False
-    """Continue the run in --output_dir from its last checkpoint (weights, optimizer, step)."""
+    """Continue the run in --output_dir from its last checkpoint (weights, optimizer, step, random
+    states): it draws the same batches an uninterrupted run would."""
     seed: int = 1000
     """Seeds torch (weights, batches) and the evaluation episodes."""
     steps: int = 10_000

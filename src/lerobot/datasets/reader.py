@@ -1,20 +1,33 @@
-"""Read a LeRobot v3 dataset into memory: the frame table, and every camera's frames decoded.
+"""Read a LeRobot v3 dataset for training: vectors in memory, camera frames from a disk cache.
 
-Simulation datasets for training here are small (tens of episodes of small images), so the
-whole dataset is decoded once, up front; training then samples windows from plain arrays.
+The vectors (state, action: tens of floats per frame) are read into arrays. Camera frames are
+decoded once into a uint8 array file per camera under the frame cache (`np.load(mmap_mode="r")`),
+so training reads frames from pages the OS keeps or drops as memory allows, instead of holding
+every decoded frame of the dataset: 30 minutes of one 480x480 camera at 30 fps is 35 GiB
+decoded. The cache remembers which video files it holds (size and modification time) and only
+decodes new or changed ones.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lerobot.datasets import layout
+from lerobot.datasets.layout import FileIndex
+from lerobot.datasets.video import VideoError, iter_frames
+
+logger = logging.getLogger(__name__)
+
+FRAME_CACHE_DIR = ".cache/frames"
+"""Default frame cache, relative to the dataset root."""
+VECTOR_DTYPES = ("float32", "float64")
 
 
 class DatasetError(ValueError):
@@ -23,19 +36,24 @@ class DatasetError(ValueError):
 
 @dataclass
 class EpisodeFrames:
-    """The frames of the selected episodes, in episode order, as arrays."""
+    """The frames of the selected episodes, in episode order."""
 
     info: dict[str, Any]
     vectors: dict[str, np.ndarray]
     """Feature key -> (N, D) float32 (observation.state, action, ...)."""
     images: dict[str, np.ndarray]
-    """Camera key -> (N, H, W, 3) uint8."""
+    """Camera key -> (M, H, W, 3) uint8, in memory or memory-mapped; see `camera_frames`."""
     episode_starts: np.ndarray
     """(E,) first row of each selected episode."""
     episode_lengths: np.ndarray
     """(E,) frames of each selected episode."""
     episode_indices: np.ndarray
     """(E,) the dataset's episode index of each selected episode."""
+    image_rows: np.ndarray | None = None
+    """(N,) the row of `images` holding each selected frame; None: row i is frame i."""
+    task_indices: np.ndarray | None = None
+    """(N,) each frame's task_index into `tasks`."""
+    tasks: list[str] = field(default_factory=list)
 
     @property
     def fps(self) -> int:
@@ -44,6 +62,11 @@ class EpisodeFrames:
     @property
     def n_frames(self) -> int:
         return int(self.episode_lengths.sum())
+
+    def camera_frames(self, key: str, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), H, W, 3) uint8 frames of camera `key` at the selected frames `rows`."""
+        rows = np.asarray(rows)
+        return np.asarray(self.images[key][rows if self.image_rows is None else self.image_rows[rows]])
 
 
 def read_info(root: Path) -> dict[str, Any]:
@@ -61,59 +84,219 @@ def read_info(root: Path) -> dict[str, Any]:
     return info
 
 
-def load_episodes(root: Path, episodes: Sequence[int] | None = None) -> EpisodeFrames:
-    """The frames of `episodes` (default all) of the dataset at `root`."""
+def read_tasks(root: Path) -> list[str]:
+    """Task strings by task_index. LeRobot stores them as the pandas index of meta/tasks.parquet."""
     import pyarrow.parquet as pq
 
+    columns = pq.read_table(Path(root) / layout.TASKS_PATH).to_pydict()
+    strings = columns.get("task", columns.get("__index_level_0__"))
+    if strings is None or "task_index" not in columns:
+        raise DatasetError(f"{root}/{layout.TASKS_PATH}: needs a task_index column and the task strings")
+    by_index = dict(zip(columns["task_index"], strings, strict=True))
+    return [by_index[i] for i in range(len(by_index))]
+
+
+def read_episodes_table(root: Path) -> dict[str, list]:
+    """meta/episodes/*/*.parquet, all files in order, without the per-episode statistics."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    paths = sorted((Path(root) / layout.EPISODES_DIR).glob("*/*.parquet"))
+    if not paths:
+        raise DatasetError(f"--dataset.root={root}: no {layout.EPISODES_DIR}/chunk-*/file-*.parquet")
+    tables = []
+    for path in paths:
+        names = pq.ParquetFile(path).schema_arrow.names
+        tables.append(pq.read_table(path, columns=[n for n in names if not n.startswith("stats/")]))
+    return pa.concat_tables(tables, promote_options="default").to_pydict()
+
+
+def load_episodes(
+    root: Path, episodes: Sequence[int] | None = None, cache_dir: Path | None = None
+) -> EpisodeFrames:
+    """The frames of `episodes` (default all) of the dataset at `root`; camera frames are
+    decoded into `cache_dir` (default <root>/.cache/frames) unless already there."""
     root = Path(root)
     info = read_info(root)
-    table = pq.read_table(layout.episodes_file(root)).to_pydict()
-    available = list(table["episode_index"])
-    selected = list(available) if episodes is None else list(episodes)
-    unknown = [e for e in selected if e not in available]
+    table = read_episodes_table(root)
+    row_of = {int(e): r for r, e in enumerate(table["episode_index"])}
+    selected = sorted(row_of) if episodes is None else [int(e) for e in episodes]
+    unknown = [e for e in selected if e not in row_of]
     if unknown or not selected:
         raise DatasetError(
-            f"--dataset.episodes={list(episodes or [])}: the dataset holds episodes 0..{len(available) - 1}"
+            f"--dataset.episodes={list(episodes or [])}: the dataset holds episodes "
+            f"{min(row_of)}..{max(row_of)}"
         )
-    rows = [available.index(e) for e in selected]
-    frames = pq.read_table(layout.data_file(root)).to_pydict()
-    starts = np.asarray([table["dataset_from_index"][r] for r in rows])
-    lengths = np.asarray([table["length"][r] for r in rows])
-    take = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)])
-    vectors = {
-        key: np.asarray(frames[key], dtype=np.float32)[take]
-        for key, feature in info["features"].items()
-        if feature["dtype"] == "float32" and key in frames and key != "timestamp"
-    }
+    rows = [row_of[e] for e in selected]
+    columns = _read_frame_rows(root, info, table, rows)
+    lengths = np.asarray([table["length"][r] for r in rows], dtype=np.int64)
     images = {}
-    for key, feature in info["features"].items():
-        if feature["dtype"] == "video":
-            decoded = decode_video(layout.video_file(root, key))
-            fps = info["fps"]
-            images[key] = np.concatenate([_episode_frames(decoded, table, key, r, fps) for r in rows])
-    new_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return EpisodeFrames(info, vectors, images, new_starts, lengths.astype(np.int64), np.asarray(selected))
+    for key in _camera_keys(info):
+        cache = Path(cache_dir) if cache_dir is not None else root / FRAME_CACHE_DIR
+        images[key] = cached_frames(root, info, table, key, rows, cache)
+    index = columns.pop("index")
+    return EpisodeFrames(
+        info=info,
+        vectors=columns["vectors"],
+        images=images,
+        episode_starts=np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64),
+        episode_lengths=lengths,
+        episode_indices=np.asarray(selected),
+        image_rows=index if images else None,
+        task_indices=columns["task_index"],
+        tasks=read_tasks(root),
+    )
 
 
-def _episode_frames(decoded: np.ndarray, table: dict, key: str, row: int, fps: int) -> np.ndarray:
-    start = round(table[f"videos/{key}/from_timestamp"][row] * fps)
-    length = table["length"][row]
-    if start + length > len(decoded):
+def _camera_keys(info: dict[str, Any]) -> list[str]:
+    stored_as_images = [key for key, ft in info["features"].items() if ft["dtype"] == "image"]
+    if stored_as_images:
         raise DatasetError(
-            f"{key}: episode {table['episode_index'][row]} needs frames {start}..{start + length - 1}, "
-            f"the video has {len(decoded)}"
+            f"{stored_as_images}: cameras stored as images in the frame table; "
+            "this build reads cameras stored as videos (LeRobot's default)"
         )
-    return decoded[start : start + length]
+    return [key for key, ft in info["features"].items() if ft["dtype"] == "video"]
 
 
-def decode_video(path: Path) -> np.ndarray:
-    """Every frame of an mp4 as (N, H, W, 3) uint8."""
-    import imageio
+def _read_frame_rows(root: Path, info: dict, table: dict, rows: list[int]) -> dict[str, Any]:
+    """The selected episodes' rows of the frame table: {"vectors": {key: (N, D)}, "index": (N,),
+    "task_index": (N,)}; each data file is read once."""
+    import pyarrow.parquet as pq
 
-    if not Path(path).is_file():
-        raise DatasetError(f"{path}: video file missing")
-    reader = imageio.get_reader(path, format="ffmpeg")
+    vector_keys = [
+        key
+        for key, ft in info["features"].items()
+        if ft["dtype"] in VECTOR_DTYPES and key not in layout.INDEX_FEATURES
+    ]
+    wanted = [*vector_keys, "timestamp", "frame_index", "episode_index", "index", "task_index"]
+    files: dict[FileIndex, dict[str, np.ndarray]] = {}
+    parts: list[dict[str, np.ndarray]] = []
+    for r in rows:
+        where = FileIndex(table["data/chunk_index"][r], table["data/file_index"][r])
+        if where not in files:
+            path = layout.data_file(root, where)
+            if not path.is_file():
+                raise DatasetError(f"{path}: data file missing (episode {table['episode_index'][r]})")
+            read = pq.read_table(path, columns=wanted)
+            files[where] = {name: _to_numpy(read.column(name)) for name in wanted}
+        parts.append(_episode_rows(files[where], table, r, info["fps"]))
+    return {
+        "vectors": {
+            key: np.concatenate([p[key] for p in parts]).astype(np.float32).reshape(-1, _width(info, key))
+            for key in vector_keys
+        },
+        "index": np.concatenate([p["index"] for p in parts]),
+        "task_index": np.concatenate([p["task_index"] for p in parts]),
+    }
+
+
+def _episode_rows(file: dict[str, np.ndarray], table: dict, r: int, fps: int) -> dict[str, np.ndarray]:
+    episode, start, length = table["episode_index"][r], table["dataset_from_index"][r], table["length"][r]
+    first = int(np.searchsorted(file["index"], start))
+    take = slice(first, first + length)
+    if first + length > len(file["index"]) or not np.all(file["episode_index"][take] == episode):
+        raise DatasetError(
+            f"episode {episode}: its rows {start}..{start + length - 1} are not in its data file"
+        )
+    timestamps = file["timestamp"][take]
+    drift = np.abs(timestamps - file["frame_index"][take] / fps)
+    if drift.max() > layout.TIMESTAMP_TOLERANCE_S + np.spacing(timestamps).max():  # float32 rounding
+        raise DatasetError(
+            f"episode {episode}: timestamps are {drift.max():.2g} s off frame_index / fps; "
+            "this build reads datasets recorded at a constant frame rate"
+        )
+    return {key: values[take] for key, values in file.items()}
+
+
+def _to_numpy(column) -> np.ndarray:
+    import pyarrow as pa
+
+    column = column.combine_chunks()
+    if pa.types.is_fixed_size_list(column.type) or pa.types.is_list(column.type):
+        return np.stack(column.to_numpy(zero_copy_only=False))
+    return column.to_numpy(zero_copy_only=False)
+
+
+def _width(info: dict, key: str) -> int:
+    return int(np.prod(info["features"][key]["shape"]))
+
+
+def cached_frames(root: Path, info: dict, table: dict, key: str, rows: list[int], cache: Path) -> np.ndarray:
+    """Camera `key`'s frames as a read-only memory map of shape (total_frames, H, W, 3), row i
+    holding the frame of dataset index i; the video files of episodes `rows` are decoded into
+    it first unless the cache already holds them unchanged."""
+    shape = (int(info["total_frames"]), *_frame_shape(info["features"][key]))
+    array_path, manifest_path = cache / f"{key}.npy", cache / f"{key}.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    if manifest.get("shape") != list(shape) or not array_path.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        np.lib.format.open_memmap(array_path, mode="w+", dtype=np.uint8, shape=shape).flush()
+        manifest = {"shape": list(shape), "videos": {}}
+    stale = []
+    for where in sorted({_video_file_index(table, key, r) for r in rows}, key=lambda w: (w.chunk, w.file)):
+        path = layout.video_file(root, key, where)
+        if not path.is_file():
+            raise DatasetError(f"{path}: video file missing")
+        relative = str(path.relative_to(root))
+        if manifest["videos"].get(relative) != _signature(path):
+            stale.append((where, path, relative))
+    if stale:
+        array = np.load(array_path, mmap_mode="r+")
+        for where, path, relative in stale:
+            logger.info("decoding %s into the frame cache %s", relative, array_path)
+            _decode_into(array, path, _frame_targets(table, key, where, info["fps"]))
+            array.flush()
+            manifest["videos"][relative] = _signature(path)
+            manifest_path.write_text(json.dumps(manifest, indent=2))
+        del array
+    return np.load(array_path, mmap_mode="r")
+
+
+def _frame_shape(feature: dict) -> tuple[int, int, int]:
+    """(H, W, 3) of a video feature; LeRobot lists the shape's axes in `names`."""
+    names = feature.get("names") or ["height", "width", "channels"]
+    sizes = dict(zip(names, feature["shape"], strict=True))
+    return int(sizes["height"]), int(sizes["width"]), 3
+
+
+def _video_file_index(table: dict, key: str, r: int) -> FileIndex:
+    return FileIndex(table[f"videos/{key}/chunk_index"][r], table[f"videos/{key}/file_index"][r])
+
+
+def _signature(path: Path) -> list[int]:
+    status = path.stat()
+    return [status.st_size, status.st_mtime_ns]
+
+
+def _frame_targets(table: dict, key: str, where: FileIndex, fps: int) -> dict[int, int]:
+    """Frame number in the video file -> dataset index, for every episode in that file."""
+    targets = {}
+    for r in range(len(table["episode_index"])):
+        if _video_file_index(table, key, r) != where:
+            continue
+        start = table[f"videos/{key}/from_timestamp"][r] * fps
+        if abs(start - round(start)) / fps > layout.TIMESTAMP_TOLERANCE_S:
+            raise DatasetError(
+                f"{key}: episode {table['episode_index'][r]} starts at "
+                f"{table[f'videos/{key}/from_timestamp'][r]} s, not on a frame of a {fps} fps video"
+            )
+        first, dataset_start = round(start), table["dataset_from_index"][r]
+        targets.update({first + k: dataset_start + k for k in range(table["length"][r])})
+    return targets
+
+
+def _decode_into(array: np.ndarray, path: Path, targets: dict[int, int]) -> None:
+    last = max(targets)
+    n_decoded = 0
     try:
-        return np.stack([np.asarray(frame) for frame in reader])
-    finally:
-        reader.close()
+        for frame_number, frame in enumerate(iter_frames(path)):
+            n_decoded += 1
+            if frame_number in targets:
+                if frame.shape != array.shape[1:]:
+                    raise DatasetError(f"{path}: frames are {frame.shape}, info.json says {array.shape[1:]}")
+                array[targets[frame_number]] = frame
+            if frame_number == last:
+                return
+    except VideoError as exc:
+        raise DatasetError(str(exc)) from exc
+    raise DatasetError(f"{path}: the episodes need frames up to {last}, the video has {n_decoded}")

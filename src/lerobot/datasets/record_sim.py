@@ -26,7 +26,10 @@ def record_sim(cfg: RecordSimConfig) -> Path:
     envs = make_env(cfg.env, n_envs=min(cfg.batch_size, cfg.n_episodes), use_async_envs=cfg.batch_size > 1)
     env = next(iter(next(iter(envs.values())).values()))
     recorder = DatasetRecorder(
-        cfg.root, fps=env.metadata.get("render_fps", cfg.env.fps), task=env.metadata["task_description"]
+        cfg.root,
+        fps=env.metadata.get("render_fps", cfg.env.fps),
+        task=env.metadata["task_description"],
+        limits=cfg.file_limits,
     )
 
     def on_episode_end(result: EpisodeResult) -> None:

@@ -44,7 +44,7 @@ def window_offsets(cfg: CheckpointPolicyConfig) -> tuple[list[int], list[int]]:
 
 
 class WindowSampler:
-    """Draws batches of windows from in-memory episodes, on `device`."""
+    """Draws batches of windows from the selected episodes, on `device`."""
 
     def __init__(
         self,
@@ -57,12 +57,10 @@ class WindowSampler:
         self.obs_offsets = np.asarray(obs_offsets)
         self.action_offsets = np.asarray(action_offsets)
         self.generator = generator
+        self.frames = frames
         self.tensors = {
             key: torch.from_numpy(frames.vectors[key]) for key in input_keys if key in frames.vectors
         }
-        self.tensors.update(
-            {key: torch.from_numpy(frames.images[key]) for key in input_keys if key in frames.images}
-        )
         self.actions = torch.from_numpy(frames.vectors[ACTION])
         self.image_keys = [key for key in input_keys if key in frames.images]
         episode_of_row = np.repeat(np.arange(len(frames.episode_lengths)), frames.episode_lengths)
@@ -79,12 +77,12 @@ class WindowSampler:
         first, last = self.first_row[rows, None], self.last_row[rows, None]
         obs_rows = np.clip(rows[:, None] + self.obs_offsets, first, last)
         wanted = rows[:, None] + self.action_offsets
-        batch: dict[str, Tensor] = {}
-        for key, values in self.tensors.items():
-            window = values[torch.from_numpy(obs_rows)]
-            if key in self.image_keys:  # uint8 (B, S, H, W, 3) -> float (B, S, 3, H, W) in [0, 1]
-                window = window.permute(0, 1, 4, 2, 3).float().div_(255.0)
-            batch[key] = window[:, 0] if len(self.obs_offsets) == 1 else window
+        windows = {key: values[torch.from_numpy(obs_rows)] for key, values in self.tensors.items()}
+        for key in self.image_keys:  # uint8 (B, S, H, W, 3) -> float (B, S, 3, H, W) in [0, 1]
+            pixels = torch.from_numpy(self.frames.camera_frames(key, obs_rows.reshape(-1)))
+            pixels = pixels.reshape(*obs_rows.shape, *pixels.shape[1:])
+            windows[key] = pixels.permute(0, 1, 4, 2, 3).float().div_(255.0)
+        batch = {key: w[:, 0] if len(self.obs_offsets) == 1 else w for key, w in windows.items()}
         batch[ACTION] = self.actions[torch.from_numpy(np.clip(wanted, first, last))]
         batch[ACTION_IS_PAD] = torch.from_numpy((wanted < first) | (wanted > last))
         return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
@@ -97,9 +95,9 @@ def compute_stats(frames: EpisodeFrames, max_image_frames: int = 500) -> dict[st
     for key, values in frames.vectors.items():
         v = torch.from_numpy(values).double()
         stats[key] = _summary(v, dim=0)
-    for key, images in frames.images.items():
-        step = max(1, len(images) // max_image_frames)
-        pixels = torch.from_numpy(images[::step]).double().div(255.0).reshape(-1, 3)
+    for key in frames.images:
+        rows = np.arange(0, frames.n_frames, max(1, frames.n_frames // max_image_frames))
+        pixels = torch.from_numpy(frames.camera_frames(key, rows)).double().div(255.0).reshape(-1, 3)
         stats[key] = {name: t.reshape(3, 1, 1) for name, t in _summary(pixels, dim=0).items()}
     return stats
 

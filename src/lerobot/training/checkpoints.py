@@ -3,7 +3,8 @@
     checkpoints/<step:06d>/pretrained_model/   config.json, model.safetensors,
                                                policy_{pre,post}processor.json + statistics
     checkpoints/<step:06d>/training_state/     training_step.json, optimizer_state.safetensors,
-                                               optimizer_param_groups.json, scheduler_state.json
+                                               optimizer_param_groups.json, scheduler_state.json,
+                                               rng_state.safetensors (batch sampler, torch, CUDA)
     checkpoints/last -> <step:06d>
 Everything is JSON or safetensors; nothing is pickled.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +29,8 @@ from lerobot.configs.types import PolicyFeature
 from lerobot.policies.checkpoint import CONFIG_FILE, POSTPROCESSOR_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE
 from lerobot.utils.constants import ACTION
 
+logger = logging.getLogger(__name__)
+
 CHECKPOINTS_DIR = "checkpoints"
 LAST = "last"
 PRETRAINED_DIR = "pretrained_model"
@@ -34,6 +38,7 @@ TRAINING_STATE_DIR = "training_state"
 PREPROCESSOR_STATS = "policy_preprocessor_step_3_normalizer_processor.safetensors"
 POSTPROCESSOR_STATS = "policy_postprocessor_step_0_unnormalizer_processor.safetensors"
 NOT_SAVED = ("pretrained_path", "pretrained_revision")
+RNG_STATE_FILE = "rng_state.safetensors"
 
 
 def checkpoint_dir(output_dir: Path, step: int) -> Path:
@@ -47,12 +52,13 @@ def save_checkpoint(
     stats: Mapping[str, Mapping[str, Tensor]],
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
+    sampler_generator: torch.Generator,
 ) -> Path:
     """Write checkpoint `step` and point `last` at it; returns its pretrained_model dir."""
     directory = checkpoint_dir(output_dir, step)
     pretrained = directory / PRETRAINED_DIR
     save_pretrained(policy, stats, pretrained)
-    save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler)
+    save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler, sampler_generator)
     last = directory.parent / LAST
     tmp = directory.parent / f".{LAST}.tmp"
     tmp.unlink(missing_ok=True)
@@ -129,8 +135,10 @@ def save_training_state(
     step: int,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
+    sampler_generator: torch.Generator,
 ) -> None:
     directory.mkdir(parents=True, exist_ok=True)
+    save_file(rng_state(sampler_generator), directory / RNG_STATE_FILE)
     state = optimizer.state_dict()
     tensors = {
         f"{param_id}.{name}": torch.as_tensor(value).cpu().contiguous()
@@ -144,9 +152,17 @@ def save_training_state(
 
 
 def load_training_state(
-    directory: Path, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler
+    directory: Path,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    sampler_generator: torch.Generator,
 ) -> int:
-    """Restore optimizer and scheduler from `directory`; returns the step it was saved at."""
+    """Restore optimizer, scheduler and random states from `directory`; returns the step it
+    was saved at."""
+    if (directory / RNG_STATE_FILE).is_file():
+        set_rng_state(load_file(directory / RNG_STATE_FILE), sampler_generator)
+    else:  # a checkpoint from before random states were saved
+        logger.warning("%s: no %s; batches are drawn anew from --seed", directory, RNG_STATE_FILE)
     per_param: dict[int, dict[str, Tensor]] = {}
     for key, value in load_file(directory / "optimizer_state.safetensors").items():
         param_id, name = key.split(".", 1)
@@ -155,3 +171,21 @@ def load_training_state(
     optimizer.load_state_dict({"state": per_param, "param_groups": param_groups})
     scheduler.load_state_dict(json.loads((directory / "scheduler_state.json").read_text()))
     return int(json.loads((directory / "training_step.json").read_text())["step"])
+
+
+def rng_state(sampler_generator: torch.Generator) -> dict[str, Tensor]:
+    """Every random state a training step draws from: the batch sampler's generator and torch's
+    global ones (dropout, ACT's latent, diffusion noise), so a resumed run continues the very
+    sequence an uninterrupted one would have drawn."""
+    state = {"sampler": sampler_generator.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state.update({f"cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())})
+    return state
+
+
+def set_rng_state(state: Mapping[str, Tensor], sampler_generator: torch.Generator) -> None:
+    sampler_generator.set_state(state["sampler"])
+    torch.set_rng_state(state["torch"])
+    cuda = [state[f"cuda.{i}"] for i in range(len(state)) if f"cuda.{i}" in state]
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)

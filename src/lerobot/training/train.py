@@ -85,21 +85,17 @@ class TrainResult:
 def train(cfg: TrainPipelineConfig) -> TrainResult:
     """Train cfg.policy on cfg.dataset for cfg.steps steps (from the last checkpoint with --resume)."""
     torch.manual_seed(cfg.seed)
-    frames = load_episodes(cfg.dataset.root, cfg.dataset.episodes)
+    frames = load_episodes(cfg.dataset.root, cfg.dataset.episodes, cfg.dataset.frame_cache_dir)
     logger.info(
         "dataset: %d episodes, %d frames at %d fps", len(frames.episode_lengths), frames.n_frames, frames.fps
     )
     trainee = build_trainee(cfg, frames)
     device = resolve_device(cfg.policy.device)
     policy = trainee.policy.to(device)
-    sampler = WindowSampler(
-        frames,
-        list(cfg.policy.input_features),
-        *window_offsets(cfg.policy),
-        generator=torch.Generator().manual_seed(cfg.seed),
-    )
+    generator = torch.Generator().manual_seed(cfg.seed)
+    sampler = WindowSampler(frames, list(cfg.policy.input_features), *window_offsets(cfg.policy), generator)
     optimizer, scheduler = make_optimizer(cfg, policy)
-    step = resume(cfg, policy, optimizer, scheduler) if cfg.resume else 0
+    step = resume(cfg, policy, optimizer, scheduler, generator) if cfg.resume else 0
     wandb_run = start_wandb(cfg)
     result = TrainResult(last_step=step, last_loss=None, trainee=trainee)
     logger.info(
@@ -135,11 +131,16 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
             )
             started, samples_since = time.perf_counter(), 0
         if cfg.save_freq and (step % cfg.save_freq == 0 or step == cfg.steps):
-            path = save_checkpoint(cfg.output_dir, step, policy, trainee.stats, optimizer, scheduler)
+            path = save_checkpoint(
+                cfg.output_dir, step, policy, trainee.stats, optimizer, scheduler, generator
+            )
             result.checkpoints.append(path)
             logger.info("step %d: checkpoint saved to %s", step, path)
         if cfg.eval_freq and (step % cfg.eval_freq == 0 or step == cfg.steps):
-            result.eval_success[step] = evaluate_in_loop(cfg, trainee, step, wandb_run)
+            # Evaluation draws from its own copy of the random states: training continues with
+            # the draws it would have made without it, as a run resumed from this step does.
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                result.eval_success[step] = evaluate_in_loop(cfg, trainee, step, wandb_run)
             started, samples_since = time.perf_counter(), 0
     if wandb_run is not None:
         wandb_run.finish()
@@ -211,12 +212,16 @@ def make_optimizer(cfg: TrainPipelineConfig, policy: PreTrainedPolicy):
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
 
 
-def resume(cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, scheduler) -> int:
+def resume(
+    cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, scheduler, generator: torch.Generator
+) -> int:
+    """Load the last checkpoint: weights, optimizer, schedule, step and the random states, so the
+    run goes on drawing the batches and noise an uninterrupted run would have drawn."""
     last = Path(cfg.output_dir) / CHECKPOINTS_DIR / LAST
     if not last.exists():
         raise ConfigError(f"--resume=true: no checkpoint at {last}; start without --resume")
     load_weights(policy, last / PRETRAINED_DIR)
-    step = load_training_state(last / TRAINING_STATE_DIR, optimizer, scheduler)
+    step = load_training_state(last / TRAINING_STATE_DIR, optimizer, scheduler, generator)
     logger.info("resumed from %s at step %d", last.resolve(), step)
     return step
 

@@ -1,0 +1,58 @@
+"""The two mp4 operations a dataset needs besides writing one: joining episode videos into a
+file without re-encoding, and decoding a file's frames one by one."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+class VideoError(ValueError):
+    """An mp4 that is missing, or that ffmpeg could not join or decode."""
+
+
+def join_mp4s(parts: Sequence[Path], target: Path) -> None:
+    """Write `parts` back to back into `target` (stream copy: same codec and settings needed).
+
+    Each part's timestamps continue where the previous part's end, so frame k of the result
+    sits at k / fps when every part has a constant frame rate.
+    """
+    import imageio_ffmpeg
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if len(parts) == 1:
+        Path(parts[0]).replace(target)
+        return
+    listing = target.with_suffix(".parts.txt")
+    # The concat demuxer's list syntax: one `file '<path>'` per line, quotes escaped.
+    listing.write_text(
+        "".join("file '{}'\n".format(str(Path(p).resolve()).replace("'", "'\\''")) for p in parts)
+    )
+    command = [imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "concat", "-safe", "0"]
+    done = subprocess.run(
+        [*command, "-i", str(listing), "-c", "copy", str(target)], capture_output=True, text=True
+    )
+    listing.unlink()
+    if done.returncode != 0:
+        raise VideoError(
+            f"{target}: ffmpeg could not join {len(parts)} episode videos: {done.stderr.strip()}"
+        )
+    for part in parts:
+        Path(part).unlink()
+
+
+def iter_frames(path: Path) -> Iterator[np.ndarray]:
+    """The frames of an mp4 (any codec ffmpeg decodes: h264, AV1, ...) as (H, W, 3) uint8."""
+    import imageio
+
+    if not Path(path).is_file():
+        raise VideoError(f"{path}: video file missing")
+    reader = imageio.get_reader(path, format="ffmpeg")
+    try:
+        for frame in reader:
+            yield np.asarray(frame)
+    finally:
+        reader.close()

@@ -1,0 +1,69 @@
+"""Reading LeRobot v3 datasets back: ours and one written by LeRobot 0.6.1 itself."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lerobot.datasets.reader import DatasetError, load_episodes
+from tests.datasets.conftest import CAMERA, grey_levels, record
+
+# Written by LeRobot 0.6.1 (LeRobotDataset.create, then add_frame / save_episode): 3 episodes
+# of 5, 7 and 4 frames at 10 fps; a 32x32 AV1 camera whose grey level is 20 * episode +
+# 10 * step; state [episode, step, 0.5, -1]; episode 1 switches from "open the drawer" to
+# "close the drawer" at step 4; data and video files limited so each episode has its own.
+LEROBOT_SAMPLE = Path(__file__).parent / "lerobot_0_6_1_sample"
+
+
+def test_episodes_read_back_with_their_frames(tmp_path):
+    root = tmp_path / "ds"
+    record(root, {0: 3, 1: 4, 2: 5}, kept={0, 1, 2})
+
+    frames = load_episodes(root, episodes=[2, 0], cache_dir=tmp_path / "cache")
+
+    assert frames.episode_lengths.tolist() == [5, 3]
+    assert frames.vectors["observation.state"][:, 0].tolist() == [2] * 5 + [0] * 3
+    grey = frames.camera_frames(CAMERA, np.arange(frames.n_frames)).mean(axis=(1, 2, 3))
+    np.testing.assert_allclose(grey, grey_levels([(2, 5), (0, 3)]), atol=3)  # h264 is lossy, not that lossy
+
+
+def test_frames_are_decoded_once_into_a_memory_mapped_cache(tmp_path):
+    root, cache = tmp_path / "ds", tmp_path / "cache"
+    record(root, {0: 3, 1: 4}, kept={0, 1})
+    video = root / "videos/observation.image/chunk-000/file-000.mp4"
+
+    first = load_episodes(root, episodes=[1], cache_dir=cache)
+    decoded_at = (cache / f"{CAMERA}.npy").stat().st_mtime_ns
+    again = load_episodes(root, cache_dir=cache)
+
+    assert isinstance(again.images[CAMERA], np.memmap)  # paged from disk, not held in memory
+    assert (cache / f"{CAMERA}.npy").stat().st_mtime_ns == decoded_at  # the video was not decoded again
+    np.testing.assert_array_equal(first.camera_frames(CAMERA, [0]), again.camera_frames(CAMERA, [3]))
+    os.utime(video, ns=(decoded_at + 10**9, decoded_at + 10**9))  # the video changed: decode it again
+    load_episodes(root, cache_dir=cache)
+    manifest = json.loads((cache / f"{CAMERA}.json").read_text())
+    assert manifest["videos"]["videos/observation.image/chunk-000/file-000.mp4"][1] == decoded_at + 10**9
+
+
+def test_unknown_episodes_are_refused(tmp_path):
+    root = tmp_path / "ds"
+    record(root, {0: 3}, kept={0})
+    with pytest.raises(DatasetError, match="holds episodes 0..0"):
+        load_episodes(root, episodes=[3])
+
+
+def test_a_dataset_written_by_lerobot_reads_back(tmp_path):
+    frames = load_episodes(LEROBOT_SAMPLE, cache_dir=tmp_path / "cache")
+
+    assert frames.info["features"][CAMERA]["info"]["video.codec"] == "av1"
+    assert frames.episode_lengths.tolist() == [5, 7, 4]
+    states = frames.vectors["observation.state"]
+    assert states[:, :2].tolist() == [[e, t] for e, n in enumerate([5, 7, 4]) for t in range(n)]
+    tasks = [frames.tasks[t] for t in frames.task_indices]
+    assert tasks[5:12] == ["open the drawer"] * 4 + ["close the drawer"] * 3
+    assert set(tasks[:5] + tasks[12:]) == {"pick the cube"}
+    grey = frames.camera_frames(CAMERA, np.arange(frames.n_frames)).mean(axis=(1, 2, 3))
+    expected = [20 * e + 10 * t for e, n in enumerate([5, 7, 4]) for t in range(n)]
+    np.testing.assert_allclose(grey, expected, atol=3)
