@@ -23,6 +23,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
+from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
+
 logger = logging.getLogger(__name__)
 
 EnvFactory = Callable[[], gym.Env]
@@ -75,11 +77,16 @@ def _run_command(env: gym.Env, command: str, payload: Any) -> Any:
     raise ValueError(f"unknown env command {command!r}")
 
 
-def _worker_main(conn, env_fn: EnvFactory) -> None:
-    """Serve commands for one sub-env until told to close or the parent goes away."""
+def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None) -> None:
+    """Serve commands for one sub-env until told to close or the parent goes away.
+
+    With `shared`, the big arrays of reset and step observations go through that shared
+    memory block (see lerobot.envs.shared_obs) instead of the pipe.
+    """
     # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     env = None
+    block = SharedBlock.attach(shared) if shared is not None else None
     try:
         env = env_fn()
         while True:
@@ -91,7 +98,10 @@ def _worker_main(conn, env_fn: EnvFactory) -> None:
                 conn.send(("ok", None))
                 return
             try:
-                conn.send(("ok", _run_command(env, command, payload)))
+                reply = _run_command(env, command, payload)
+                if block is not None:
+                    reply = map_observation(reply, command, block.put)
+                conn.send(("ok", reply))
             except Exception as exc:  # sent to the parent, which raises it with the env index
                 conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
     finally:
@@ -129,13 +139,19 @@ class _InProcessSlot:
 class _WorkerSlot:
     """A sub-env living in its own worker process, spoken to over a pipe."""
 
-    def __init__(self, env_fn: EnvFactory, context: mp.context.BaseContext):
+    def __init__(
+        self, env_fn: EnvFactory, context: mp.context.BaseContext, observation_space: gym.Space | None = None
+    ):
+        self.shared = _shared_block_for(observation_space)
         self._conn, child_conn = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child_conn, env_fn), daemon=True)
+        spec = self.shared.spec if self.shared is not None else None
+        self.process = context.Process(target=_worker_main, args=(child_conn, env_fn, spec), daemon=True)
         self.process.start()
         child_conn.close()
+        self._command: str | None = None
 
     def send(self, command: str, payload: Any = None) -> None:
+        self._command = command
         # A dead worker is reported by recv(), with its exit code.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
             self._conn.send((command, payload))
@@ -147,10 +163,13 @@ class _WorkerSlot:
                 self.process.kill()
                 self.process.join(timeout=5.0)
                 return ("timeout", f"no answer within {timeout:g}s; worker killed")
-            return self._conn.recv()
+            status, value = self._conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             self.process.join(timeout=1.0)
             return ("died", f"worker process exited with code {self.process.exitcode}")
+        if status == "ok" and self.shared is not None:
+            value = map_observation(value, self._command, self.shared.take)
+        return status, value
 
     def close(self) -> None:
         if self.process.is_alive():
@@ -163,6 +182,21 @@ class _WorkerSlot:
             self.process.kill()
             self.process.join(timeout=5.0)
         self._conn.close()
+        if self.shared is not None:  # after the worker is gone: nothing writes to it any more
+            self.shared.close()
+            self.shared = None
+
+
+def _shared_block_for(observation_space: gym.Space | None) -> SharedBlock | None:
+    """A shared block for the space's camera frames; None (the pipe) when there are none or
+    shared memory is unavailable (e.g. no /dev/shm in a container)."""
+    if observation_space is None:
+        return None
+    try:
+        return SharedBlock.create(observation_space)
+    except OSError as exc:
+        logger.warning("shared memory unavailable (%s); observations go through the pipe", exc)
+        return None
 
 
 class LazyVectorEnv(gym.vector.VectorEnv):
@@ -218,7 +252,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
             # package loaded (seconds per worker and per task otherwise). Only the first list
             # set before the server starts counts; later ones are ignored by multiprocessing.
             context.set_forkserver_preload(list(self.preload_modules))
-        return _WorkerSlot(self.env_fns[env_id], context)
+        return _WorkerSlot(self.env_fns[env_id], context, self.single_observation_space)
 
     def restart(self, env_ids: Sequence[int]) -> None:
         """Replace the given sub-envs by fresh ones (new workers), e.g. after a crash or hang."""
