@@ -3,7 +3,6 @@
 import functools
 import json
 
-import imageio.v3 as iio
 import numpy as np
 import pytest
 import torch
@@ -81,55 +80,6 @@ def test_results_do_not_depend_on_batch_size_or_refilling(n_envs, continuous_bat
     )
     strip = lambda rs: [(r.episode_index, r.seed, r.success, r.sum_reward, r.n_steps) for r in rs]  # noqa: E731
     assert strip(results) == strip(reference)
-
-
-@pytest.mark.parametrize("n_envs", [2, 3])
-@pytest.mark.parametrize("continuous_batching", [True, False])
-def test_overlapped_lanes_give_the_same_results_and_videos(tmp_path, n_envs, continuous_batching):
-    def random_policy():
-        return RandomPolicy(RandomConfig(device="cpu"), -np.ones(2), np.ones(2))
-
-    common = dict(
-        n_episodes=7, start_seed=3, continuous_batching=continuous_batching, max_episodes_rendered=3
-    )
-    env = make_vec(n_envs, use_async=True)
-    try:
-        settings = RolloutSettings(**common, videos_dir=tmp_path / "overlap", overlap_inference=True)
-        results = run_episodes(env, random_policy(), settings)
-    finally:
-        env.close()
-    reference = run_episodes(
-        make_vec(1), random_policy(), RolloutSettings(**common, videos_dir=tmp_path / "reference")
-    )
-    strip = lambda rs: [(r.episode_index, r.seed, r.success, r.sum_reward, r.n_steps) for r in rs]  # noqa: E731
-    assert strip(results) == strip(reference)
-    for episode in range(3):
-        name = f"eval_episode_{episode}.mp4"
-        frames = [len(iio.imread(tmp_path / run / name)) for run in ("overlap", "reference")]
-        assert frames[0] == frames[1] == reference[episode].n_steps + 1
-
-
-def test_overlap_splits_the_envs_into_two_lanes_with_their_own_policy_rows():
-    policy = RecordingPolicy()
-    env = make_vec(4, use_async=True)
-    try:
-        results = run_episodes(
-            env, policy, RolloutSettings(n_episodes=6, start_seed=0, overlap_inference=True)
-        )
-    finally:
-        env.close()
-    assert [r.episode_index for r in results] == list(range(6))
-    # Twins share the recording lists: every policy call saw one lane (2 rows), and every
-    # reset names lane rows 0-1, never env slots 2-3.
-    assert {len(tasks) for tasks in policy.tasks} == {2}
-    assert all(set(env_ids) <= {0, 1} for env_ids, _ in policy.resets)
-    assert sorted(seed for _, seeds in policy.resets for seed in seeds) == list(range(6))
-
-
-def test_overlap_is_ignored_for_envs_in_this_process():
-    policy = RecordingPolicy()
-    run_episodes(make_vec(2), policy, RolloutSettings(n_episodes=2, start_seed=0, overlap_inference=True))
-    assert policy.resets == [([0, 1], [0, 1])]
 
 
 def test_finished_slots_are_refilled_and_reset_row_by_row():

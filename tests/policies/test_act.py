@@ -76,20 +76,3 @@ def test_n_action_steps_is_overridable_from_the_command_line(checkpoints, record
         batch = loaded.preprocessor(raw_step(recorded, i))
         first = loaded.postprocessor(loaded.policy.predict_action_chunk(batch)[:, 0])
         torch.testing.assert_close(loaded.act(raw_step(recorded, i)), first)
-
-
-def test_a_rollout_twin_shares_the_weights_but_keeps_its_own_queue(checkpoints, recorded):
-    """Overlapped rollouts give each half of the envs a twin: advancing one must not move the
-    other's chunk, and both must compute with the very same parameters."""
-    loaded = load(checkpoints["act"])
-    twin = loaded.policy.rollout_twin()
-    assert all(a is b for a, b in zip(twin.parameters(), loaded.policy.parameters(), strict=True))
-    loaded.policy.reset()
-    twin.reset()
-    for i in range(3):  # the original moves 3 steps into its chunk
-        loaded.act(raw_step(recorded, i))
-    twin_actions = [
-        loaded.postprocessor(twin.select_action(loaded.preprocessor(raw_step(recorded, i))))
-        for i in range(N_STEPS)
-    ]
-    torch.testing.assert_close(torch.stack(twin_actions), recorded["select_action"], **TOLERANCE)

@@ -75,26 +75,6 @@ def test_results_are_identical_for_sync_and_async_batches(tmp_path):
 
 
 @pytest.mark.slow
-def test_overlapped_inference_runs_the_same_episodes(tmp_path):
-    # The expert's episodes end at different steps, so slots refill while the other lane steps.
-    common = [
-        "--policy.type=metaworld_expert",
-        "--env.type=metaworld",
-        "--env.task=push-v3",
-        "--env.obs_type=state",
-        "--eval.n_episodes=5",
-        "--eval.max_episodes_rendered=0",
-        "--seed=3",
-    ]
-    sequential = run_cli(tmp_path / "sequential", *common, "--eval.batch_size=1")
-    overlapped = run_cli(
-        tmp_path / "overlap", *common, "--eval.batch_size=3", "--eval.overlap_inference=true"
-    )
-    assert per_episode_outcomes(sequential) == per_episode_outcomes(overlapped)
-    assert len({e["n_steps"] for e in sequential["per_episode"]}) > 1
-
-
-@pytest.mark.slow
 def test_default_observation_eval_writes_schema_and_video(tmp_path):
     info = run_cli(
         tmp_path,

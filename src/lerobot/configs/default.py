@@ -41,11 +41,6 @@ class EvalConfig:
     continuous_batching: bool = True
     """Start the next pending episode in a slot as soon as its episode ends, instead of waiting
     for the whole batch. Per-episode results are identical either way."""
-    overlap_inference: bool = False
-    """Split the envs into two halves and compute one half's actions while the other half steps
-    in its workers (needs at least 2 envs in worker processes; ignored otherwise). Pays off when
-    policy inference takes a good share of a step and runs beside the simulators (a GPU, spare
-    cores); per-episode results are identical either way. See benchmarks/README.md."""
     resume: bool = False
     """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
     step_timeout_s: float = 300.0

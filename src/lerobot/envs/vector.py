@@ -264,16 +264,9 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _exchange(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
         """Send one command to several sub-envs, then gather replies (or SlotFailures) in order."""
-        self._send(env_ids, command, payloads)
-        return self._gather(env_ids)
-
-    def _send(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> None:
         slots = self._ensure_started()
         for env_id, payload in zip(env_ids, payloads, strict=True):
             slots[env_id].send(command, payload)
-
-    def _gather(self, env_ids: Sequence[int]) -> list[Any]:
-        slots = self._ensure_started()
         outcomes = []
         for env_id in env_ids:
             status, value = slots[env_id].recv(self.step_timeout_s)
@@ -314,22 +307,10 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         tolerate_failures: bool = False,
     ) -> list[StepResult | SlotFailure]:
         """Step only `env_ids`; those also in `render_ids` render a frame in their own worker."""
+        wanted = set(render_ids)
+        payloads = [(action, env_id in wanted) for env_id, action in zip(env_ids, actions, strict=True)]
         send = self._exchange if tolerate_failures else self._broadcast
-        return send(env_ids, "step", _step_payloads(env_ids, actions, render_ids))
-
-    def step_at_async(
-        self, env_ids: Sequence[int], actions: Sequence[np.ndarray], render_ids: Sequence[int] = ()
-    ) -> None:
-        """Start stepping `env_ids` and return at once; `step_at_wait(env_ids)` collects.
-
-        The caller may work (e.g. compute other slots' actions) while worker processes step.
-        In-process sub-envs step right here, so they gain nothing from it but stay correct.
-        """
-        self._send(env_ids, "step", _step_payloads(env_ids, actions, render_ids))
-
-    def step_at_wait(self, env_ids: Sequence[int]) -> list[StepResult | SlotFailure]:
-        """The outcomes of the last `step_at_async(env_ids)`, in order; failures as SlotFailures."""
-        return self._gather(env_ids)
+        return send(env_ids, "step", payloads)
 
     def render_at(
         self, env_ids: Sequence[int], tolerate_failures: bool = False
@@ -380,14 +361,6 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def __del__(self):
         with contextlib.suppress(Exception):
             self.close()
-
-
-def _step_payloads(
-    env_ids: Sequence[int], actions: Sequence[np.ndarray], render_ids: Sequence[int]
-) -> list[tuple[np.ndarray, bool]]:
-    """(action, render a frame?) per stepped env."""
-    wanted = set(render_ids)
-    return [(action, env_id in wanted) for env_id, action in zip(env_ids, actions, strict=True)]
 
 
 def stack_observations(observations: Sequence[Any]) -> Any:

@@ -55,7 +55,6 @@ def eval_policy(
     start_seed: int | None = None,
     continuous_batching: bool = True,
     rename_map: Mapping[str, str] | None = None,
-    overlap_inference: bool = False,
 ) -> dict[str, Any]:
     """Run `n_episodes` on one vector env; LeRobot's single-task result shape.
 
@@ -69,7 +68,6 @@ def eval_policy(
         videos_dir=videos_dir,
         fps=env.metadata.get("render_fps", DEFAULT_FPS),
         continuous_batching=continuous_batching,
-        overlap_inference=overlap_inference,
         rename_map=dict(rename_map or {}),
         preprocessor=_compose(env_preprocessor, preprocessor),
         postprocessor=_compose(postprocessor, env_postprocessor),
@@ -104,7 +102,6 @@ def eval_policy_all(
     max_episode_retries: int = 2,
     journal: EpisodeJournal | None = None,
     shard: tuple[int, int] | None = None,
-    overlap_inference: bool = False,
 ) -> dict[str, Any]:
     """Every task of every group, one after the other; per-task, per-group and overall results.
 
@@ -119,7 +116,6 @@ def eval_policy_all(
         max_episodes_rendered=max_episodes_rendered,
         videos_dir=Path(videos_dir) if videos_dir else None,
         continuous_batching=continuous_batching,
-        overlap_inference=overlap_inference,
         use_amp=use_amp,
         max_episode_retries=max_episode_retries,
         shard=shard,
@@ -179,7 +175,6 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
                 videos_dir=Path(cfg.output_dir) / "videos",
                 start_seed=cfg.seed,
                 continuous_batching=cfg.eval.continuous_batching,
-                overlap_inference=cfg.eval.overlap_inference,
                 shard=cfg.eval.shard_spec,
                 rename_map=cfg.rename_map,
                 use_amp=cfg.policy.use_amp,

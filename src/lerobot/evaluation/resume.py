@@ -26,7 +26,6 @@ NEUTRAL_KEYS = (
     "eval.use_async_envs",
     "eval.max_episodes_rendered",
     "eval.continuous_batching",
-    "eval.overlap_inference",
     "eval.resume",
     "eval.step_timeout_s",
     "eval.max_episode_retries",

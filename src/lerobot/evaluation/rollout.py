@@ -75,9 +75,6 @@ class RolloutSettings:
     videos_dir: Path | None = None
     fps: int = 30
     continuous_batching: bool = True
-    overlap_inference: bool = False
-    """Split the slots into two lanes and step one while the other's actions are computed
-    (worker processes and at least two envs only; otherwise ignored)."""
     use_amp: bool = False
     max_episode_retries: int = 2
     rename_map: dict[str, str] = field(default_factory=dict)
@@ -173,185 +170,102 @@ def run_episodes(
 
 
 class _RolloutLoop:
-    """What every lane shares: the env, the queue of pending episodes, retries and results.
-
-    A lane is a group of env slots with its own policy rows. Without overlap there is one lane
-    of every slot: choose actions, step, repeat. With `settings.overlap_inference` the slots split into
-    two lanes, each with a twin of the policy (same weights, its own per-row state), and one
-    lane's envs step in their workers while the other lane's actions are computed.
-    """
-
     def __init__(self, env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings):
-        self.env, self.settings = env, settings
+        self.env, self.policy, self.settings = env, policy, settings
         self.device = policy_device(policy)
         self.pending = deque(settings.pending_episodes())
         self.retries: dict[int, int] = {}
+        self.slots: list[_RunningEpisode | None] = [None] * env.num_envs
+        self.observations: list[Any] = [None] * env.num_envs
         self.results: list[EpisodeResult] = []
-        self.lanes = [
-            _Lane(self, env_ids, lane_policy) for env_ids, lane_policy in _split_lanes(env, policy, settings)
-        ]
+        self.step_index = 0
+        self.action_shape = (env.num_envs, *env.single_action_space.shape)
 
     def run(self) -> list[EpisodeResult]:
         if not self.pending:
             return []
-        descriptions = task_strings(_call_or_none(self.env, "task_description", "task"), self.env.num_envs)
-        env_tasks = task_strings(_call_or_none(self.env, "task"), self.env.num_envs)
-        for lane in self.lanes:
-            lane.set_tasks(descriptions, env_tasks)
+        self.descriptions = task_strings(
+            _call_or_none(self.env, "task_description", "task"), self.env.num_envs
+        )
+        self.env_tasks = task_strings(_call_or_none(self.env, "task"), self.env.num_envs)
         # One inference-mode scope for the whole loop rather than one per step: entering it
         # costs microseconds, which count against a state-only step of under a millisecond.
         with torch.inference_mode():
-            if len(self.lanes) == 1:
-                self._run_one_lane(self.lanes[0])
-            else:
-                self._run_overlapped()
+            while self.pending or self._active_ids():
+                self._step_once()
         return sorted(self.results, key=lambda r: r.episode_index)
 
-    def _run_one_lane(self, lane: _Lane) -> None:
-        while self.pending or lane.active_ids():
-            if lane.send_step():
-                lane.collect_step()
-
-    def _run_overlapped(self) -> None:
-        """Collect one lane's step, choose its next actions and send them; then the other lane.
-
-        While a lane is being collected and its actions computed, the other lane's envs are
-        stepping in their worker processes.
-        """
-        in_flight = [lane.send_step() for lane in self.lanes]
-        while self.pending or any(in_flight) or any(lane.active_ids() for lane in self.lanes):
-            for index, lane in enumerate(self.lanes):
-                if in_flight[index]:
-                    lane.collect_step()
-                in_flight[index] = lane.send_step()
-
-    def finish(self, result: EpisodeResult) -> None:
-        self.results.append(result)
-        if self.settings.on_episode_end is not None:
-            self.settings.on_episode_end(result)
-
-
-def _split_lanes(
-    env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings
-) -> list[tuple[list[int], PreTrainedPolicy]]:
-    """Env slots per lane and the policy each lane calls: two halves only when overlapping
-    can help (at least two envs, stepped in worker processes)."""
-    slots = list(range(env.num_envs))
-    if not (settings.overlap_inference and env.use_async and env.num_envs >= 2):
-        return [(slots, policy)]
-    half = (env.num_envs + 1) // 2
-    return [(slots[:half], policy.rollout_twin()), (slots[half:], policy.rollout_twin())]
-
-
-class _Lane:
-    """Env slots `env_ids` stepped together; policy row j is env slot env_ids[j]."""
-
-    def __init__(self, loop: _RolloutLoop, env_ids: Sequence[int], policy: PreTrainedPolicy):
-        self.loop, self.env, self.settings = loop, loop.env, loop.settings
-        self.env_ids = list(env_ids)
-        self.policy = policy
-        self.device = loop.device
-        self.slots: list[_RunningEpisode | None] = [None] * len(self.env_ids)
-        self.observations: list[Any] = [None] * len(self.env_ids)
-        self.step_index = 0
-        self.action_shape = (len(self.env_ids), *self.env.single_action_space.shape)
-        self.descriptions: list[str] = []
-        self.env_tasks: list[str] = []
-        self.stepping: list[int] = []
-        """Rows sent a step that `collect_step` has not collected yet."""
-
-    def set_tasks(self, descriptions: Sequence[str], env_tasks: Sequence[str]) -> None:
-        self.descriptions = [descriptions[i] for i in self.env_ids]
-        self.env_tasks = [env_tasks[i] for i in self.env_ids]
-
-    def active_ids(self) -> list[int]:
-        """Rows running an episode."""
-        return [row for row, slot in enumerate(self.slots) if slot is not None]
-
-    def send_step(self) -> bool:
-        """Start what can start, choose the active rows' actions and send them to their envs.
-
-        False when no row is active (nothing was sent).
-        """
-        if self.loop.pending:
+    def _step_once(self) -> None:
+        """Start what can start, choose every active slot's action, step those slots."""
+        if self.pending:
             self._start_pending_episodes()
-        active = self.active_ids()
+        active = self._active_ids()
         if not active:
-            return False  # every start failed (back in the queue), or nothing left to run
+            return  # every start failed; the episodes went back to the queue
         actions = self._select_actions(active)
         self._report_steps(active, actions)
-        recorded = (
-            [self.env_ids[r] for r in active if self.slots[r].video is not None]
-            if self._videos_open()
-            else ()
+        recorded = [i for i in active if self.slots[i].video is not None] if self.n_videos_open else ()
+        outcomes = self.env.step_at(
+            active, [actions[i] for i in active], render_ids=recorded, tolerate_failures=True
         )
-        self.stepping = active
-        self.env.step_at_async(
-            [self.env_ids[r] for r in active], [actions[r] for r in active], render_ids=recorded
-        )
-        return True
-
-    def collect_step(self) -> None:
-        """Apply the outcomes of the step `send_step` sent."""
-        active, self.stepping = self.stepping, []
-        outcomes = self.env.step_at_wait([self.env_ids[r] for r in active])
-        for row, outcome in zip(active, outcomes, strict=True):
+        for env_id, outcome in zip(active, outcomes, strict=True):
             if isinstance(outcome, SlotFailure):
-                self._handle_failure(row, outcome.describe("step"))
+                self._handle_failure(env_id, outcome.describe("step"))
             else:
-                self._apply_step(row, outcome)
+                self._apply_step(env_id, outcome)
         self.step_index += 1
 
-    def _videos_open(self) -> bool:
-        return any(slot is not None and slot.video is not None for slot in self.slots)
+    def _active_ids(self) -> list[int]:
+        return [i for i, slot in enumerate(self.slots) if slot is not None]
 
     def _start_pending_episodes(self) -> None:
-        pending = self.loop.pending
-        free = [row for row, slot in enumerate(self.slots) if slot is None]
+        free = [i for i, slot in enumerate(self.slots) if slot is None]
         if not self.settings.continuous_batching and len(free) < len(self.slots):
-            return  # without refilling, a new wave starts only when the whole lane is idle
-        starting = free[: len(pending)]
+            return  # without refilling, a new wave starts only when the whole batch is idle
+        starting = free[: len(self.pending)]
         if not starting:
             return
-        episodes = [pending.popleft() for _ in starting]
+        episodes = [self.pending.popleft() for _ in starting]
         seeds = [self.settings.start_seed + e for e in episodes]
         # The episode index travels with the reset: benchmarks with fixed initial states
         # (LIBERO's init states) pick them by episode, never by slot or reset count.
         options = [{"episode_index": e} for e in episodes]
-        resets = self.env.reset_at(
-            [self.env_ids[r] for r in starting], seeds, options, tolerate_failures=True
-        )
-        for row, episode, seed, outcome in zip(starting, episodes, seeds, resets, strict=True):
-            self.slots[row] = _RunningEpisode(
-                index=episode, seed=seed, retries=self.loop.retries.get(episode, 0)
+        resets = self.env.reset_at(starting, seeds, options, tolerate_failures=True)
+        for env_id, episode, seed, outcome in zip(starting, episodes, seeds, resets, strict=True):
+            self.slots[env_id] = _RunningEpisode(
+                index=episode, seed=seed, retries=self.retries.get(episode, 0)
             )
             if isinstance(outcome, SlotFailure):
-                self._handle_failure(row, outcome.describe("reset"))
+                self._handle_failure(env_id, outcome.describe("reset"))
             else:
                 observation, info = outcome
-                self.observations[row] = observation
-                self.slots[row].init_state_index = info.get("init_state_index")
+                self.observations[env_id] = observation
+                self.slots[env_id].init_state_index = info.get("init_state_index")
         self.policy.reset(env_ids=starting, seeds=seeds)
-        self._open_videos([row for row in starting if self.slots[row] is not None])
+        self._open_videos([i for i in starting if self.slots[i] is not None])
 
-    def _open_videos(self, rows: Sequence[int]) -> None:
+    def _open_videos(self, env_ids: Sequence[int]) -> None:
         """Start the videos of episodes that are recorded, with the first frame after reset."""
         if self.settings.videos_dir is None:
             return
-        recorded = [row for row in rows if self.slots[row].index < self.settings.max_episodes_rendered]
+        recorded = [i for i in env_ids if self.slots[i].index < self.settings.max_episodes_rendered]
         if not recorded:
             return
-        frames = self.env.render_at([self.env_ids[r] for r in recorded], tolerate_failures=True)
-        for row, frame in zip(recorded, frames, strict=True):
+        frames = self.env.render_at(recorded, tolerate_failures=True)
+        for env_id, frame in zip(recorded, frames, strict=True):
             if isinstance(frame, SlotFailure):
-                self._handle_failure(row, frame.describe("render"))
+                self._handle_failure(env_id, frame.describe("render"))
                 continue
-            path = Path(self.settings.videos_dir) / f"eval_episode_{self.slots[row].index}.mp4"
-            self.slots[row].video = EpisodeVideo(path, self.settings.fps)
-            self.slots[row].video.add(frame)
+            path = Path(self.settings.videos_dir) / f"eval_episode_{self.slots[env_id].index}.mp4"
+            self.slots[env_id].video = EpisodeVideo(path, self.settings.fps)
+            self.slots[env_id].video.add(frame)
+
+    @property
+    def n_videos_open(self) -> int:
+        return sum(1 for slot in self.slots if slot is not None and slot.video is not None)
 
     def _select_actions(self, active: Sequence[int]) -> np.ndarray:
-        """One policy call for every row; rows of idle slots are computed and ignored."""
+        """One policy call for every slot; rows of idle slots are computed and ignored."""
         if len(active) == len(self.observations):
             stacked = stack_observations(self.observations)
         else:
@@ -376,10 +290,10 @@ class _Lane:
     def _report_steps(self, active: Sequence[int], actions: np.ndarray) -> None:
         if self.settings.on_step is None:
             return
-        for row in active:
-            episode = self.slots[row]
+        for env_id in active:
+            episode = self.slots[env_id]
             self.settings.on_step(
-                self.env_ids[row], episode.index, self.observations[row], actions[row], episode.n_steps
+                env_id, episode.index, self.observations[env_id], actions[env_id], episode.n_steps
             )
 
     def _check_actions(self, actions: np.ndarray, active: Sequence[int]) -> None:
@@ -397,31 +311,32 @@ class _Lane:
                 f"(expected finite actions of shape {expected})"
             )
 
-    def _apply_step(self, row: int, step: StepResult) -> None:
-        episode = self.slots[row]
+    def _apply_step(self, env_id: int, step: StepResult) -> None:
+        episode = self.slots[env_id]
         episode.record(step)
-        self.observations[row] = step.observation
+        self.observations[env_id] = step.observation
         if step.terminated or step.truncated:
-            self._finish(row, episode.finish())
+            self._finish(env_id, episode.finish())
 
-    def _handle_failure(self, row: int, reason: str) -> None:
+    def _handle_failure(self, env_id: int, reason: str) -> None:
         """Replace the env; re-run its episode from the start (same seed) or give it up."""
-        episode = self.slots[row]
+        episode = self.slots[env_id]
         logger.warning("episode %d: %s", episode.index, reason.splitlines()[0])
-        self.env.restart([self.env_ids[row]])
-        retries = self.loop.retries
-        attempts = retries.get(episode.index, 0) + 1
+        self.env.restart([env_id])
+        attempts = self.retries.get(episode.index, 0) + 1
         if attempts <= self.settings.max_episode_retries:
             episode.discard_video()
-            retries[episode.index] = attempts
-            self.loop.pending.appendleft(episode.index)
-            self.slots[row] = None
+            self.retries[episode.index] = attempts
+            self.pending.appendleft(episode.index)
+            self.slots[env_id] = None
         else:
-            self._finish(row, episode.abandon(reason.splitlines()[0]))
+            self._finish(env_id, episode.abandon(reason.splitlines()[0]))
 
-    def _finish(self, row: int, result: EpisodeResult) -> None:
-        self.slots[row] = None
-        self.loop.finish(result)
+    def _finish(self, env_id: int, result: EpisodeResult) -> None:
+        self.results.append(result)
+        self.slots[env_id] = None
+        if self.settings.on_episode_end is not None:
+            self.settings.on_episode_end(result)
 
 
 def _call_or_none(env: LazyVectorEnv, *names: str) -> Sequence[Any] | None:

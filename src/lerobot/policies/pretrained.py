@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import copy
 from collections.abc import Sequence
 
 import torch
@@ -27,23 +26,6 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
     def __init__(self, config: PreTrainedConfig):
         super().__init__()
         self.config = config
-
-    def init_rollout_state(self) -> None:
-        """Create the per-row rollout state (action queues, histories, generators).
-
-        Policies with such state create it here, from `__init__` too, so that `rollout_twin`
-        can give a twin its own.
-        """
-
-    def rollout_twin(self) -> PreTrainedPolicy:
-        """A policy sharing this one's weights and settings, with its own per-row state.
-
-        The rollout loop gives each group of env slots a twin when it steps one group while
-        computing another's actions: row i of a twin is row i of that group only.
-        """
-        twin = copy.copy(self)  # a new attribute dict; modules and parameters are shared
-        twin.init_rollout_state()
-        return twin
 
     @abc.abstractmethod
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:

@@ -42,13 +42,10 @@ class ACTPolicy(PreTrainedPolicy):
     def __init__(self, config: ACTConfig):
         super().__init__(config)
         self.model = ACT(config)
-        self.init_rollout_state()
-
-    def init_rollout_state(self) -> None:
         self._queue = RowActionQueue()
         self._ensembler = (
-            TemporalEnsembler(self.config.temporal_ensemble_coeff, self.config.chunk_size)
-            if self.config.temporal_ensemble_coeff is not None
+            TemporalEnsembler(config.temporal_ensemble_coeff, config.chunk_size)
+            if config.temporal_ensemble_coeff is not None
             else None
         )
 

@@ -42,10 +42,7 @@ class DiffusionPolicy(PreTrainedPolicy):
     def __init__(self, config: DiffusionConfig):
         super().__init__(config)
         self.diffusion = DiffusionModel(config)
-        self.init_rollout_state()
-
-    def init_rollout_state(self) -> None:
-        self._history = ObservationHistory(self.config.n_obs_steps)
+        self._history = ObservationHistory(config.n_obs_steps)
         self._queue = RowActionQueue()
         self._generators: dict[int, torch.Generator] = {}
 

@@ -31,9 +31,6 @@ class RandomPolicy(PreTrainedPolicy):
         # random-policy step otherwise).
         self._offset = self.action_low.astype(np.float64)
         self._scale = (self.action_high - self.action_low).astype(np.float64)
-        self.init_rollout_state()
-
-    def init_rollout_state(self) -> None:
         self._rngs: dict[int, np.random.Generator] = {}
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
