@@ -6,7 +6,9 @@ For one env/task/observation setting, this measures in one run:
   (b) `lerobot-eval` (the library's `evaluate`) on the same episodes with the random policy,
 and prints env-steps/s and episodes/s for both, the ratio (b)/(a) and peak memory (RSS).
 With `--expert`, it instead compares continuous batching on/off with the scripted expert,
-whose episodes end early at different times.
+whose episodes end early at different times; `--inference-ms` adds a fixed latency to every
+policy call, spent sleeping, as a stand-in for a GPU policy whose cost does not depend on how
+many rows are active (this machine has no GPU).
 
     python benchmarks/throughput.py --task push-v3 --obs-type pixels_agent_pos --episodes 20
     python benchmarks/throughput.py --env libero --task libero_spatial --episodes 4 \
@@ -123,6 +125,20 @@ def run_harness(argv: list[str]) -> dict:
     }
 
 
+def add_inference_latency(seconds: float) -> None:
+    """Make every scripted-expert call take `seconds` longer without using the CPU, like a
+    policy waiting on a GPU (this benchmark's process only; nothing in the library changes)."""
+    from lerobot.policies.metaworld_expert.modeling_metaworld_expert import MetaworldExpertPolicy
+
+    select_action = MetaworldExpertPolicy.select_action
+
+    def delayed(self, batch):
+        time.sleep(seconds)
+        return select_action(self, batch)
+
+    MetaworldExpertPolicy.select_action = delayed
+
+
 def rates(result: dict) -> dict:
     return {
         **result,
@@ -159,12 +175,17 @@ def main() -> int:
         "--repeats", type=int, default=1, help="alternate raw and harness runs, keep the best"
     )
     parser.add_argument("--expert", action="store_true", help="compare continuous batching on/off instead")
+    parser.add_argument(
+        "--inference-ms", type=float, default=0.0, help="with --expert: sleep this long in every policy call"
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("extra", nargs="*", help="more lerobot-eval flags, e.g. --env.camera_names=[corner2]")
     args = parser.parse_args()
 
     print(f"machine: {describe_machine()}")
     with tempfile.TemporaryDirectory() as tmp:
+        if args.expert and args.inference_ms:
+            add_inference_latency(args.inference_ms / 1000)
         if args.expert:
             # Warm-up: the first run also starts the fork server and imports the simulator in it.
             warm_up = argparse.Namespace(**{**vars(args), "episodes": 2, "episode_length": 5})

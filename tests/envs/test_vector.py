@@ -99,3 +99,24 @@ def test_reset_options_can_differ_per_env(use_async):
         assert env.call("episode_index") == (4, 5)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_some_slots_step_while_others_reset_in_the_same_round(use_async):
+    env = make_vec(3, use_async=use_async, crash_seeds=(7,))
+    try:
+        env.reset_at([0], seeds=[10])
+        steps, resets = env.step_and_reset_at(
+            [0],
+            [np.zeros(2, np.float32)],
+            [1, 2],
+            seeds=[11, 7],
+            options=[{"episode_index": 1}, None],
+            render_ids=[0],
+        )
+        assert steps[0].observation["agent_pos"].tolist() == [10, 1] and steps[0].frame is not None
+        (observation, info), failure = resets
+        assert observation["agent_pos"].tolist() == [11, 0] and info["init_state_index"] == 1
+        assert failure.kind == "error" and "fake crash at seed 7" in failure.message
+    finally:
+        env.close()

@@ -267,6 +267,10 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         slots = self._ensure_started()
         for env_id, payload in zip(env_ids, payloads, strict=True):
             slots[env_id].send(command, payload)
+        return self._gather(env_ids)
+
+    def _gather(self, env_ids: Sequence[int]) -> list[Any]:
+        slots = self._ensure_started()
         outcomes = []
         for env_id in env_ids:
             status, value = slots[env_id].recv(self.step_timeout_s)
@@ -307,10 +311,30 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         tolerate_failures: bool = False,
     ) -> list[StepResult | SlotFailure]:
         """Step only `env_ids`; those also in `render_ids` render a frame in their own worker."""
-        wanted = set(render_ids)
-        payloads = [(action, env_id in wanted) for env_id, action in zip(env_ids, actions, strict=True)]
         send = self._exchange if tolerate_failures else self._broadcast
-        return send(env_ids, "step", payloads)
+        return send(env_ids, "step", _step_payloads(env_ids, actions, render_ids))
+
+    def step_and_reset_at(
+        self,
+        step_ids: Sequence[int],
+        actions: Sequence[np.ndarray],
+        reset_ids: Sequence[int],
+        seeds: Sequence[int | None],
+        options: Sequence[dict | None],
+        render_ids: Sequence[int] = (),
+    ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
+        """Step `step_ids` and reset `reset_ids` (disjoint) in one round, failures as SlotFailures.
+
+        Every command is sent before any reply is awaited, so with worker processes a slot
+        starting its next episode resets while the others step, instead of holding them up.
+        """
+        slots = self._ensure_started()
+        steps = _step_payloads(step_ids, actions, render_ids)
+        for env_id, payload in zip(step_ids, steps, strict=True):
+            slots[env_id].send("step", payload)
+        for env_id, payload in zip(reset_ids, zip(seeds, options, strict=True), strict=True):
+            slots[env_id].send("reset", payload)
+        return self._gather(step_ids), self._gather(reset_ids)
 
     def render_at(
         self, env_ids: Sequence[int], tolerate_failures: bool = False
@@ -361,6 +385,14 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def __del__(self):
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _step_payloads(
+    env_ids: Sequence[int], actions: Sequence[np.ndarray], render_ids: Sequence[int]
+) -> list[tuple[np.ndarray, bool]]:
+    """(action, render a frame?) per stepped env."""
+    wanted = set(render_ids)
+    return [(action, env_id in wanted) for env_id, action in zip(env_ids, actions, strict=True)]
 
 
 def stack_observations(observations: Sequence[Any]) -> Any:

@@ -196,41 +196,53 @@ class _RolloutLoop:
         return sorted(self.results, key=lambda r: r.episode_index)
 
     def _step_once(self) -> None:
-        """Start what can start, choose every active slot's action, step those slots."""
-        if self.pending:
-            self._start_pending_episodes()
+        """Step every running episode while free slots reset for their next episodes.
+
+        A slot whose episode just ended resets in the same round as the others step, so in
+        worker processes its reset does not hold them up; it steps from the next round on.
+        """
+        starting = self._claim_free_slots()
         active = self._active_ids()
-        if not active:
-            return  # every start failed; the episodes went back to the queue
-        actions = self._select_actions(active)
-        self._report_steps(active, actions)
-        recorded = [i for i in active if self.slots[i].video is not None] if self.n_videos_open else ()
-        outcomes = self.env.step_at(
-            active, [actions[i] for i in active], render_ids=recorded, tolerate_failures=True
-        )
-        for env_id, outcome in zip(active, outcomes, strict=True):
-            if isinstance(outcome, SlotFailure):
-                self._handle_failure(env_id, outcome.describe("step"))
-            else:
-                self._apply_step(env_id, outcome)
-        self.step_index += 1
-
-    def _active_ids(self) -> list[int]:
-        return [i for i, slot in enumerate(self.slots) if slot is not None]
-
-    def _start_pending_episodes(self) -> None:
-        free = [i for i, slot in enumerate(self.slots) if slot is None]
-        if not self.settings.continuous_batching and len(free) < len(self.slots):
-            return  # without refilling, a new wave starts only when the whole batch is idle
-        starting = free[: len(self.pending)]
-        if not starting:
+        if not active and not starting:
             return
+        actions = self._select_actions(active) if active else None
+        if active:
+            self._report_steps(active, actions)
+        recorded = [i for i in active if self.slots[i].video is not None] if self.n_videos_open else ()
         episodes = [self.pending.popleft() for _ in starting]
         seeds = [self.settings.start_seed + e for e in episodes]
         # The episode index travels with the reset: benchmarks with fixed initial states
         # (LIBERO's init states) pick them by episode, never by slot or reset count.
         options = [{"episode_index": e} for e in episodes]
-        resets = self.env.reset_at(starting, seeds, options, tolerate_failures=True)
+        steps, resets = self.env.step_and_reset_at(
+            active, [actions[i] for i in active], starting, seeds, options, render_ids=recorded
+        )
+        for env_id, outcome in zip(active, steps, strict=True):
+            if isinstance(outcome, SlotFailure):
+                self._handle_failure(env_id, outcome.describe("step"))
+            else:
+                self._apply_step(env_id, outcome)
+        if active:
+            self.step_index += 1
+        if starting:
+            self._start_episodes(starting, episodes, seeds, resets)
+
+    def _active_ids(self) -> list[int]:
+        return [i for i, slot in enumerate(self.slots) if slot is not None]
+
+    def _claim_free_slots(self) -> list[int]:
+        """The free slots that start pending episodes this round (in slot order)."""
+        if not self.pending:
+            return []
+        free = [i for i, slot in enumerate(self.slots) if slot is None]
+        if not self.settings.continuous_batching and len(free) < len(self.slots):
+            return []  # without refilling, a new wave starts only when the whole batch is idle
+        return free[: len(self.pending)]
+
+    def _start_episodes(
+        self, starting: Sequence[int], episodes: Sequence[int], seeds: Sequence[int], resets: Sequence[Any]
+    ) -> None:
+        """Bind the reset slots to their episodes, fresh policy rows and (maybe) videos."""
         for env_id, episode, seed, outcome in zip(starting, episodes, seeds, resets, strict=True):
             self.slots[env_id] = _RunningEpisode(
                 index=episode, seed=seed, retries=self.retries.get(episode, 0)
