@@ -230,6 +230,21 @@ def test_batch_size_with_ray_points_to_envs_per_worker():
         EvalConfig(backend="ray", batch_size=4)
 
 
+def test_the_ray_driver_checks_the_policy_on_the_cpu(tmp_path):
+    # A head node without a GPU drives GPU actors: only the actors build on --policy.device.
+    from lerobot.evaluation.evaluate import driver_policy_config
+    from lerobot.policies.factory import make_policy
+
+    flags = [*FLAGS, f"--output_dir={tmp_path}", "--policy.device=cuda"]
+    on_ray = parse_config(EvalPipelineConfig, [*flags, "--eval.backend=ray"])
+    checked = driver_policy_config(on_ray)
+    assert checked.device == "cpu" and type(checked) is type(on_ray.policy)
+    assert on_ray.policy.device == "cuda"  # what the actors use is unchanged
+    assert make_policy(checked, on_ray.env).action_low.shape == (4,)
+    local = parse_config(EvalPipelineConfig, flags)
+    assert driver_policy_config(local) is local.policy
+
+
 def test_a_run_may_resume_on_the_other_backend(tmp_path):
     from lerobot.evaluation.resume import config_differences, encode_config
 

@@ -144,8 +144,10 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
     from lerobot.policies.factory import make_pre_post_processors
 
     # Checkpoint problems surface here, before any output is written or simulator started.
-    policy = make_policy(cfg.policy, cfg.env)
+    policy = make_policy(driver_policy_config(cfg), cfg.env)
     preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
+    if cfg.eval.backend == "ray":
+        policy = None  # only a check: the actors build their own; free the memory now
     prepare_output_dir(cfg)
     journal = EpisodeJournal(cfg.output_dir)
     n_envs, use_async = cfg.eval.resolved_batch_size, cfg.eval.resolved_use_async
@@ -155,7 +157,7 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
     if n_resumed:
         logger.info("resuming: %d episodes already finished", n_resumed)
     started, started_at = time.perf_counter(), utc_now()
-    if use_async:
+    if use_async and policy is not None:
         share_cores_with_workers(policy, n_envs)
     envs = make_env(cfg.env, n_envs=n_envs, use_async_envs=use_async)
     for by_id in envs.values():
@@ -190,6 +192,18 @@ def evaluate(cfg: EvalPipelineConfig) -> dict[str, Any]:
         close_envs(envs)
     write_results(cfg, info, started_at, n_resumed)
     return info
+
+
+def driver_policy_config(cfg: EvalPipelineConfig):
+    """The policy config this process builds with.
+
+    On the Ray backend the driver builds the policy only to check the checkpoint before any
+    actor starts, so it builds it on the CPU: a head node without a GPU can drive GPU actors
+    with `--policy.device=cuda`.
+    """
+    if cfg.eval.backend != "ray" or cfg.policy.device in (None, "cpu"):
+        return cfg.policy
+    return dataclasses.replace(cfg.policy, device="cpu")
 
 
 def _evaluate_on_ray(cfg: EvalPipelineConfig, journal: EpisodeJournal, started: float) -> dict[str, Any]:
