@@ -208,7 +208,7 @@ class _RolloutLoop:
         actions = self._select_actions(active) if active else None
         if active:
             self._report_steps(active, actions)
-        recorded = [i for i in active if self.slots[i].video is not None] if self.n_videos_open else ()
+        recorded = [i for i in active if self.slots[i].video is not None]
         episodes = [self.pending.popleft() for _ in starting]
         seeds = [self.settings.start_seed + e for e in episodes]
         # The episode index travels with the reset: benchmarks with fixed initial states
@@ -271,10 +271,6 @@ class _RolloutLoop:
             path = Path(self.settings.videos_dir) / f"eval_episode_{self.slots[env_id].index}.mp4"
             self.slots[env_id].video = EpisodeVideo(path, self.settings.fps)
             self.slots[env_id].video.add(frame)
-
-    @property
-    def n_videos_open(self) -> int:
-        return sum(1 for slot in self.slots if slot is not None and slot.video is not None)
 
     def _select_actions(self, active: Sequence[int]) -> np.ndarray:
         """One policy call for every slot; rows of idle slots are computed and ignored."""
