@@ -67,3 +67,25 @@ def test_a_dataset_written_by_lerobot_reads_back(tmp_path):
     grey = frames.camera_frames(CAMERA, np.arange(frames.n_frames)).mean(axis=(1, 2, 3))
     expected = [20 * e + 10 * t for e, n in enumerate([5, 7, 4]) for t in range(n)]
     np.testing.assert_allclose(grey, expected, atol=3)
+
+
+def test_a_second_reader_waits_while_another_fills_the_frame_cache(tmp_path):
+    import fcntl
+    import threading
+
+    root, cache = tmp_path / "ds", tmp_path / "cache"
+    record(root, {0: 3, 1: 4}, kept={0, 1})
+    cache.mkdir()
+    loaded = []
+    with open(cache / f"{CAMERA}.lock", "a") as held:  # another training is filling the cache
+        fcntl.flock(held, fcntl.LOCK_EX)
+        reader = threading.Thread(target=lambda: loaded.append(load_episodes(root, cache_dir=cache)))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and not (cache / f"{CAMERA}.npy").exists()
+        fcntl.flock(held, fcntl.LOCK_UN)
+    reader.join(timeout=60)
+    [frames] = loaded
+    grey = frames.camera_frames(CAMERA, np.arange(frames.n_frames)).mean(axis=(1, 2, 3))
+    np.testing.assert_allclose(grey, grey_levels([(0, 3), (1, 4)]), atol=3)
+    assert sorted(p.name for p in cache.iterdir()) == [f"{CAMERA}.json", f"{CAMERA}.lock", f"{CAMERA}.npy"]

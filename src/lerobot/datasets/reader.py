@@ -10,9 +10,11 @@ decodes new or changed ones.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,10 +229,49 @@ def cached_frames(root: Path, info: dict, table: dict, key: str, rows: list[int]
     it first unless the cache already holds them unchanged."""
     shape = (int(info["total_frames"]), *_frame_shape(info["features"][key]))
     array_path, manifest_path = cache / f"{key}.npy", cache / f"{key}.json"
+    cache.mkdir(parents=True, exist_ok=True)
+    with _exclusive_lock(cache / f"{key}.lock"):
+        _fill_cache(root, table, key, rows, shape, array_path, manifest_path, int(info["fps"]))
+    return np.load(array_path, mmap_mode="r")
+
+
+@contextlib.contextmanager
+def _exclusive_lock(path: Path) -> Iterator[None]:
+    """One process at a time checks and fills a frame cache: two trainings started on the same
+    dataset would otherwise decode into the same file at once. No lock where fcntl is missing."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _fill_cache(
+    root: Path,
+    table: dict,
+    key: str,
+    rows: list[int],
+    shape: tuple,
+    array_path: Path,
+    manifest_path: Path,
+    fps: int,
+) -> None:
+    """Decode into the cache the video files of `rows` that it lacks or holds stale.
+
+    A new array file replaces the old one by rename, so a training still reading the old one
+    keeps its (unlinked) file instead of seeing it truncated under its memory map.
+    """
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     if manifest.get("shape") != list(shape) or not array_path.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        np.lib.format.open_memmap(array_path, mode="w+", dtype=np.uint8, shape=shape).flush()
+        fresh = array_path.with_name(array_path.name + ".tmp")
+        np.lib.format.open_memmap(fresh, mode="w+", dtype=np.uint8, shape=shape).flush()
+        os.replace(fresh, array_path)
         manifest = {"shape": list(shape), "videos": {}}
     stale = []
     for where in sorted({_video_file_index(table, key, r) for r in rows}, key=lambda w: (w.chunk, w.file)):
@@ -244,12 +285,18 @@ def cached_frames(root: Path, info: dict, table: dict, key: str, rows: list[int]
         array = np.load(array_path, mmap_mode="r+")
         for where, path, relative in stale:
             logger.info("decoding %s into the frame cache %s", relative, array_path)
-            _decode_into(array, path, _frame_targets(table, key, where, info["fps"]))
+            _decode_into(array, path, _frame_targets(table, key, where, fps))
             array.flush()
             manifest["videos"][relative] = _signature(path)
-            manifest_path.write_text(json.dumps(manifest, indent=2))
+            _write_atomically(manifest_path, json.dumps(manifest, indent=2))
         del array
-    return np.load(array_path, mmap_mode="r")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """A reader never sees half a manifest, even if this process dies while writing."""
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def _frame_shape(feature: dict) -> tuple[int, int, int]:
