@@ -80,16 +80,20 @@ def warm_up_simulator(cfg: EvalPipelineConfig) -> None:
     Whichever of (a) and (b) ran first would otherwise pay the one-time imports (LIBERO's take
     seconds) and look slower for it.
     """
-    [tasks] = cfg.env.task_groups().values()
-    env = cfg.env.env_factory(tasks[0])()
+    env = first_task_env_factory(cfg)()
     env.reset(seed=cfg.seed)
     env.step(np.zeros(env.action_space.shape, dtype=env.action_space.dtype))
     env.close()
 
 
-def run_raw(cfg: EvalPipelineConfig) -> dict:
+def first_task_env_factory(cfg: EvalPipelineConfig):
+    """Builds one env of the benchmarked task (the first of its one group)."""
     [tasks] = cfg.env.task_groups().values()
-    factory = cfg.env.env_factory(tasks[0])
+    return cfg.env.env_factory(tasks[0])
+
+
+def run_raw(cfg: EvalPipelineConfig) -> dict:
+    factory = first_task_env_factory(cfg)
     n_envs = cfg.eval.resolved_batch_size
     seeds = [cfg.seed + e for e in range(cfg.eval.n_episodes)]
     shares = [seeds[i::n_envs] for i in range(n_envs)]

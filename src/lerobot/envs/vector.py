@@ -264,10 +264,13 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _exchange(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
         """Send one command to several sub-envs, then gather replies (or SlotFailures) in order."""
+        self._send(env_ids, command, payloads)
+        return self._gather(env_ids)
+
+    def _send(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> None:
         slots = self._ensure_started()
         for env_id, payload in zip(env_ids, payloads, strict=True):
             slots[env_id].send(command, payload)
-        return self._gather(env_ids)
 
     def _gather(self, env_ids: Sequence[int]) -> list[Any]:
         slots = self._ensure_started()
@@ -328,12 +331,8 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         Every command is sent before any reply is awaited, so with worker processes a slot
         starting its next episode resets while the others step, instead of holding them up.
         """
-        slots = self._ensure_started()
-        steps = _step_payloads(step_ids, actions, render_ids)
-        for env_id, payload in zip(step_ids, steps, strict=True):
-            slots[env_id].send("step", payload)
-        for env_id, payload in zip(reset_ids, zip(seeds, options, strict=True), strict=True):
-            slots[env_id].send("reset", payload)
+        self._send(step_ids, "step", _step_payloads(step_ids, actions, render_ids))
+        self._send(reset_ids, "reset", list(zip(seeds, options, strict=True)))
         return self._gather(step_ids), self._gather(reset_ids)
 
     def render_at(
