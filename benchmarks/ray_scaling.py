@@ -30,10 +30,12 @@ import lerobot.envs  # noqa: E402,F401
 import lerobot.policies  # noqa: E402,F401
 from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
 from lerobot.configs.parser import parse_config  # noqa: E402
-from lerobot.evaluation.evaluate import evaluate  # noqa: E402
+from lerobot.evaluation.evaluate import evaluate, rollout_settings  # noqa: E402
 from lerobot.evaluation.journal import EpisodeJournal  # noqa: E402
+from lerobot.evaluation.plan import RunPlan  # noqa: E402
 from lerobot.evaluation.provenance import cpu_model  # noqa: E402
-from lerobot.evaluation.ray_backend import run_tasks_on_ray  # noqa: E402
+from lerobot.evaluation.ray_backend import RayBackend  # noqa: E402
+from lerobot.evaluation.runner import run_plan  # noqa: E402
 
 
 class TimedJournal(EpisodeJournal):
@@ -71,9 +73,11 @@ def run_ray(args: argparse.Namespace, out: Path, workers: int, envs_per_worker: 
     ]
     journal = TimedJournal(out)
     started = time.perf_counter()
-    tasks = run_tasks_on_ray(parse_config(EvalPipelineConfig, flags), journal, out / "videos")
+    cfg = parse_config(EvalPipelineConfig, flags)
+    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+    run = run_plan(plan, RayBackend(cfg, rollout_settings(cfg)), journal)
     wall = time.perf_counter() - started
-    n_episodes = sum(len(t.episodes) for t in tasks)
+    n_episodes = run.overall.n_episodes
     first = journal.arrivals[0]
     # Episodes of the first unit reach the driver together, within milliseconds.
     later = [t for t in journal.arrivals if t - first > 0.05]
@@ -84,9 +88,9 @@ def run_ray(args: argparse.Namespace, out: Path, workers: int, envs_per_worker: 
 def run_local(args: argparse.Namespace, out: Path) -> dict:
     cfg = parse_config(EvalPipelineConfig, [*eval_flags(args, out), "--eval.batch_size=1"])
     started = time.perf_counter()
-    info = evaluate(cfg)
+    run = evaluate(cfg)
     wall = time.perf_counter() - started
-    n_episodes = len(info["per_episode"])
+    n_episodes = run.overall.n_episodes
     return {"episodes": n_episodes, "wall_s": wall, "episodes_per_s": n_episodes / wall, "steady": None}
 
 

@@ -118,14 +118,13 @@ def run_raw(cfg: EvalPipelineConfig) -> dict:
 def run_harness(argv: list[str]) -> dict:
     cfg = parse_config(EvalPipelineConfig, argv)
     started = time.perf_counter()
-    info = evaluate(cfg)
+    run = evaluate(cfg)
     seconds = time.perf_counter() - started
-    steps = sum(e["n_steps"] for e in info["per_episode"])
     return {
-        "env_steps": steps,
-        "episodes": len(info["per_episode"]),
+        "env_steps": sum(e.n_steps for e in run.episodes),
+        "episodes": run.overall.n_episodes,
         "seconds": seconds,
-        "pc_success": info["overall"]["pc_success"],
+        "pc_success": run.overall.pc_success,
     }
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from lerobot.datasets.layout import FileLimits
+from lerobot.configs.record import FileLimits
 from lerobot.datasets.recorder import DatasetRecorder
 
 FPS = 10

@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from lerobot.datasets.layout import FileLimits
+from lerobot.configs.record import FileLimits
 from lerobot.datasets.reader import load_episodes
-from lerobot.evaluation.rollout import RolloutSettings, run_episodes
+from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
 from tests.datasets.conftest import CAMERA, FPS, grey_levels, record
 from tests.evaluation.test_rollout import RecordingPolicy, make_vec
 
@@ -99,11 +99,10 @@ def test_tiny_size_limits_split_files_and_chunks(tmp_path):
 
 def test_rollout_reports_every_action_to_on_step():
     calls = []
-    settings = RolloutSettings(
-        n_episodes=3,
+    hooks = RolloutHooks(
         on_step=lambda env_id, episode, obs, action, step: calls.append((episode, step, obs["agent_pos"][1])),
     )
-    results = run_episodes(make_vec(2), RecordingPolicy(), settings)
+    results = run_episodes(make_vec(2), RecordingPolicy(), range(3), RolloutSettings(), hooks=hooks)
 
     for result in results:
         steps = [(step, t) for episode, step, t in calls if episode == result.episode_index]

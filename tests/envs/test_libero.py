@@ -24,8 +24,8 @@ from lerobot.envs.libero import (
     load_suites,
     write_libero_config,
 )
+from lerobot.envs.libero_observation import agent_state, format_observation, quaternion_to_axis_angle
 from lerobot.policies.random.modeling_random import RandomPolicy
-from lerobot.processor.libero import agent_state, format_observation, quaternion_to_axis_angle
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
 
@@ -283,8 +283,8 @@ def test_first_frame_depends_on_episode_index_not_batch_size(monkeypatch):
     same init state: identical first observation."""
     monkeypatch.setitem(sys.modules, "torchvision", None)  # hf-libero pulls it in; we never need it
     cfg = LiberoEnvConfig(task="libero_object", task_ids=[0], **SMALL)
-    alone = cfg.create_envs(n_envs=1, use_async_envs=False)["libero_object"][0]
-    pair = cfg.create_envs(n_envs=2, use_async_envs=True)["libero_object"][0]
+    alone = make_env(cfg, n_envs=1, use_async_envs=False)["libero_object"][0]
+    pair = make_env(cfg, n_envs=2, use_async_envs=True)["libero_object"][0]
     try:
         [(obs_alone, info_alone)] = alone.reset_at([0], [1001], [{"episode_index": 1}])
         (obs_0, _), (obs_1, info_1) = pair.reset_at(

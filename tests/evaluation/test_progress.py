@@ -3,7 +3,7 @@ import io
 import pytest
 
 from lerobot.evaluation.progress import TaskProgress, progress_enabled
-from lerobot.evaluation.rollout import EpisodeResult
+from lerobot.evaluation.results import EpisodeResult
 
 
 class FakeTerminal(io.StringIO):

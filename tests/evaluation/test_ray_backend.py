@@ -16,11 +16,12 @@ import pytest
 
 import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
-from lerobot.configs.default import EvalConfig
-from lerobot.configs.eval import EvalPipelineConfig
+from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.parser import parse_config
 from lerobot.evaluation.journal import JOURNAL_FILENAME, EpisodeJournal
-from lerobot.evaluation.metrics import TaskResult
+from lerobot.evaluation.plan import RunPlan
+from lerobot.evaluation.results import TaskResult
+from lerobot.evaluation.runner import run_plan
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
 
@@ -75,10 +76,13 @@ def local_outcomes(local_run) -> dict[EpisodeKey, tuple]:
 
 
 def run_on_ray(out: Path, *extra: str) -> list[TaskResult]:
-    from lerobot.evaluation.ray_backend import run_tasks_on_ray
+    from lerobot.evaluation.evaluate import rollout_settings
+    from lerobot.evaluation.ray_backend import RayBackend
 
     cfg = parse_config(EvalPipelineConfig, [*FLAGS, *RAY_FLAGS, *extra, f"--output_dir={out}"])
-    return run_tasks_on_ray(cfg, EpisodeJournal(out), out / "videos")
+    journal = EpisodeJournal(out)
+    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval, journal.done_by_task())
+    return list(run_plan(plan, RayBackend(cfg, rollout_settings(cfg)), journal).tasks)
 
 
 def outcomes(tasks: list[TaskResult]) -> dict[EpisodeKey, tuple]:
@@ -160,20 +164,6 @@ def test_resume_runs_only_what_the_local_backend_did_not_finish(
 
 
 # --- planning, without Ray -------------------------------------------------------------------
-
-
-def test_units_skip_done_episodes_and_other_shards():
-    from lerobot.evaluation.ray_backend import WorkUnit, plan_units
-
-    eval_cfg = EvalConfig(n_episodes=10, shard="1/2", backend="ray")
-    done = {("easy", 0): {1, 3}, ("easy", 1): set()}
-    assert plan_units(done, eval_cfg, unit_size=2) == [
-        WorkUnit("easy", 0, (5, 7)),
-        WorkUnit("easy", 0, (9,)),
-        WorkUnit("easy", 1, (1, 3)),
-        WorkUnit("easy", 1, (5, 7)),
-        WorkUnit("easy", 1, (9,)),
-    ]
 
 
 @pytest.mark.parametrize(

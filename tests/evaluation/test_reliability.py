@@ -29,7 +29,7 @@ def outcomes(results) -> list[tuple]:
 
 def run(env, **settings) -> list:
     try:
-        return run_episodes(env, random_policy(), RolloutSettings(n_episodes=6, start_seed=0, **settings))
+        return run_episodes(env, random_policy(), range(6), RolloutSettings(start_seed=0, **settings))
     finally:
         env.close()
 
@@ -63,8 +63,9 @@ def test_signals_wait_for_the_end_of_a_journal_append(tmp_path):
     import os
     import signal
 
+    from lerobot.configs.env import TaskSpec
     from lerobot.evaluation.journal import EpisodeJournal
-    from lerobot.evaluation.rollout import EpisodeResult
+    from lerobot.evaluation.results import EpisodeResult
     from lerobot.utils.signals import Interrupted, interrupts_as_exceptions, signals_deferred
 
     journal = EpisodeJournal(tmp_path)
@@ -73,9 +74,9 @@ def test_signals_wait_for_the_end_of_a_journal_append(tmp_path):
         try:
             with signals_deferred():
                 os.kill(os.getpid(), signal.SIGINT)  # arrives mid-block, handled after it
-                journal.append("g", 0, "t", "d", result)
+                journal.append(TaskSpec("g", 0, "t", "d", fps=10), result)
                 interrupted_inside = False
         except Interrupted:
             interrupted_inside = None
     assert interrupted_inside is None  # the interrupt was raised, but only after the block
-    assert len(journal.records) == 1 == len((tmp_path / "episodes.jsonl").read_text().splitlines())
+    assert len(journal) == 1 == len((tmp_path / "episodes.jsonl").read_text().splitlines())

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from lerobot.evaluation.metrics import TaskResult, build_eval_info, write_eval_info
+from lerobot.evaluation.comparison import run_labels
 from lerobot.evaluation.report import write_comparison, write_report
 from lerobot.evaluation.report_html import video_href
 from lerobot.evaluation.report_text import render_task_table
-from lerobot.evaluation.rollout import EpisodeResult
-from lerobot.evaluation.run_results import load_run, run_from_info, run_labels
+from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult, load_run, run_from_eval_info
+from lerobot.utils.io import write_json_atomic
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -43,7 +43,7 @@ def make_task(group, task_id, task, successes, n=4, video_dir=None, init_states=
 
 
 def write_run(out: Path, tasks: list[TaskResult], job_name: str, complete: bool = True) -> dict:
-    info = build_eval_info(tasks, eval_s=4.0, extra={"complete": complete, "n_episodes_failed": 0})
+    info = RunResult.of(tasks, eval_s=4.0, complete=complete).to_eval_info()
     info["provenance"] = {
         "config": {
             "env": {"type": "libero", "task": "libero_spatial,libero_object"},
@@ -60,7 +60,7 @@ def write_run(out: Path, tasks: list[TaskResult], job_name: str, complete: bool 
         "wall_s": 4.0,
         "command": "lerobot-eval --env.type=libero",
     }
-    write_eval_info(info, out)
+    write_json_atomic(info, out / "eval_info.json")
     return info
 
 
@@ -257,7 +257,9 @@ def test_comparison_links_to_run_reports_relatively(suite_run, tmp_path):
 
 
 def test_run_labels_fall_back_to_directories_when_job_names_repeat(tmp_path):
-    runs = [run_from_info({"provenance": {"config": {"job_name": "x"}}}, tmp_path / d) for d in ("a", "b")]
+    runs = [
+        run_from_eval_info({"provenance": {"config": {"job_name": "x"}}}, tmp_path / d) for d in ("a", "b")
+    ]
     assert run_labels(runs) == ["A: a", "B: b"]
 
 

@@ -9,7 +9,8 @@ import torch
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.evaluate import eval_policy, eval_policy_all
+from lerobot.evaluation.lerobot_compat import eval_policy, eval_policy_all
+from lerobot.evaluation.plan import shard_episodes
 from lerobot.evaluation.rollout import RolloutSettings, run_episodes
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.random.configuration_random import RandomConfig
@@ -59,7 +60,7 @@ def expected_length(seed: int) -> int:
 
 
 def test_each_episode_follows_its_seed_and_stops_counting_when_done():
-    results = run_episodes(make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=5, start_seed=100))
+    results = run_episodes(make_vec(2), RecordingPolicy(), range(5), RolloutSettings(start_seed=100))
     assert [r.episode_index for r in results] == [0, 1, 2, 3, 4]
     assert [r.seed for r in results] == [100, 101, 102, 103, 104]
     for r in results:
@@ -73,10 +74,10 @@ def test_each_episode_follows_its_seed_and_stops_counting_when_done():
 @pytest.mark.parametrize("continuous_batching", [True, False])
 def test_results_do_not_depend_on_batch_size_or_refilling(n_envs, continuous_batching):
     policy = RandomPolicy(RandomConfig(device="cpu"), -np.ones(2), np.ones(2))
-    settings = RolloutSettings(n_episodes=7, start_seed=3, continuous_batching=continuous_batching)
-    results = run_episodes(make_vec(n_envs), policy, settings)
+    settings = RolloutSettings(start_seed=3, continuous_batching=continuous_batching)
+    results = run_episodes(make_vec(n_envs), policy, range(7), settings)
     reference = run_episodes(
-        make_vec(1), RandomPolicy(RandomConfig(device="cpu"), -np.ones(2), np.ones(2)), settings
+        make_vec(1), RandomPolicy(RandomConfig(device="cpu"), -np.ones(2), np.ones(2)), range(7), settings
     )
     strip = lambda rs: [(r.episode_index, r.seed, r.success, r.sum_reward, r.n_steps) for r in rs]  # noqa: E731
     assert strip(results) == strip(reference)
@@ -84,7 +85,7 @@ def test_results_do_not_depend_on_batch_size_or_refilling(n_envs, continuous_bat
 
 def test_finished_slots_are_refilled_and_reset_row_by_row():
     policy = RecordingPolicy()
-    run_episodes(make_vec(2), policy, RolloutSettings(n_episodes=4, start_seed=0))
+    run_episodes(make_vec(2), policy, range(4), RolloutSettings(start_seed=0))
     # seeds 0 (2 steps) and 1 (3 steps) start together; slot 0 frees first and takes episode 2
     assert policy.resets == [([0, 1], [0, 1]), ([0], [2]), ([1], [3])]
     assert policy.tasks[0] == ["do the fake-task", "do the fake-task"]
@@ -92,18 +93,18 @@ def test_finished_slots_are_refilled_and_reset_row_by_row():
 
 def test_each_reset_tells_the_env_its_episode_index():
     env = make_vec(2)
-    run_episodes(env, RecordingPolicy(), RolloutSettings(n_episodes=4, start_seed=0))
+    run_episodes(env, RecordingPolicy(), range(4), RolloutSettings(start_seed=0))
     assert env.call("episode_index") == (2, 3)  # the last episodes each slot ran
 
 
 def test_results_keep_the_init_state_the_env_reported():
-    results = run_episodes(make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=5, start_seed=0))
+    results = run_episodes(make_vec(2), RecordingPolicy(), range(5), RolloutSettings(start_seed=0))
     assert [r.init_state_index for r in results] == [0, 1, 2, 0, 1]
 
 
 def test_without_refilling_a_new_wave_waits_for_the_whole_batch():
     policy = RecordingPolicy()
-    run_episodes(make_vec(2), policy, RolloutSettings(n_episodes=4, start_seed=0, continuous_batching=False))
+    run_episodes(make_vec(2), policy, range(4), RolloutSettings(start_seed=0, continuous_batching=False))
     assert policy.resets == [([0, 1], [0, 1]), ([0, 1], [2, 3])]
 
 
@@ -112,12 +113,12 @@ def test_wrong_action_shape_names_policy_shape_and_step():
         ValueError,
         match=r"policy 'recording' returned actions of shape \(2, 3\) at step 0; expected \(2, 2\)",
     ):
-        run_episodes(make_vec(2), RecordingPolicy(action_dim=3), RolloutSettings(n_episodes=2))
+        run_episodes(make_vec(2), RecordingPolicy(action_dim=3), range(2), RolloutSettings())
 
 
 def test_nan_actions_are_refused():
     with pytest.raises(ValueError, match=r"policy 'recording' returned NaN or inf actions at step 0"):
-        run_episodes(make_vec(1), RecordingPolicy(bad="nan"), RolloutSettings(n_episodes=1))
+        run_episodes(make_vec(1), RecordingPolicy(bad="nan"), range(1), RolloutSettings())
 
 
 def test_videos_stream_one_frame_per_step_plus_the_first(tmp_path):
@@ -126,7 +127,8 @@ def test_videos_stream_one_frame_per_step_plus_the_first(tmp_path):
     results = run_episodes(
         make_vec(2),
         RecordingPolicy(),
-        RolloutSettings(n_episodes=3, start_seed=0, max_episodes_rendered=2, videos_dir=tmp_path, fps=10),
+        range(3),
+        RolloutSettings(start_seed=0, max_episodes_rendered=2, videos_dir=tmp_path),
     )
     assert [r.video_path is not None for r in results] == [True, True, False]
     for r in results[:2]:
@@ -158,10 +160,10 @@ def test_eval_policy_single_env_shape():
 
 
 def test_a_shard_runs_every_nth_episode_with_the_same_results():
-    full = run_episodes(make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=7, start_seed=0))
+    full = run_episodes(make_vec(2), RecordingPolicy(), range(7), RolloutSettings(start_seed=0))
     shards = [
         run_episodes(
-            make_vec(2), RecordingPolicy(), RolloutSettings(n_episodes=7, start_seed=0, shard=(i, 3))
+            make_vec(2), RecordingPolicy(), shard_episodes(range(7), (i, 3)), RolloutSettings(start_seed=0)
         )
         for i in range(3)
     ]
@@ -169,3 +171,21 @@ def test_a_shard_runs_every_nth_episode_with_the_same_results():
     merged = sorted((r for shard in shards for r in shard), key=lambda r: r.episode_index)
     strip = lambda rs: [(r.seed, r.success, r.sum_reward, r.n_steps) for r in rs]  # noqa: E731
     assert strip(merged) == strip(full)
+
+
+def test_the_task_description_comes_from_the_task_spec_not_from_the_workers():
+    from lerobot.configs.env import TaskSpec
+
+    env = make_vec(2, use_async=True)
+
+    def no_worker_calls(*args, **kwargs):
+        raise AssertionError("the rollout asked a worker for an attribute")
+
+    env.call = no_worker_calls
+    policy = RecordingPolicy()
+    task = TaskSpec("g", 3, "fake-task", "put the fake block away", fps=10)
+    try:
+        run_episodes(env, policy, range(2), RolloutSettings(), task)
+    finally:
+        env.close()
+    assert policy.tasks and all(rows == ["put the fake block away"] * 2 for rows in policy.tasks)

@@ -13,10 +13,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from lerobot.configs.checkpoint import CheckpointError
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import CliError, parse_config
 from lerobot.policies.act.configuration_act import ACTConfig
-from lerobot.policies.checkpoint import CheckpointError
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.device import auto_device

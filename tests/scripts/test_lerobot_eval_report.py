@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lerobot.evaluation.stats import pc_wilson_interval
+from lerobot.evaluation.intervals import pc_wilson_interval
 from lerobot.scripts import lerobot_eval, lerobot_eval_report
 
 LEROBOT_EVAL_REPORT = str(Path(sys.executable).parent / "lerobot-eval-report")

@@ -1,16 +1,157 @@
-"""The full `lerobot-eval` configuration."""
+"""The `lerobot-eval` configuration: the evaluation loop's settings (`--eval.*`, shared with
+in-training evaluation) and the full pipeline config around them."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+import importlib.util
+import math
+import os
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
-from lerobot.configs.default import EvalConfig
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
-from lerobot.envs.configs import EnvConfig
 from lerobot.utils.errors import ConfigError
+
+MAX_AUTO_BATCH_SIZE = 64
+BACKENDS = ("local", "ray")
+# Settings of the Ray backend; each one is an error with --eval.backend=local, where it would
+# be silently ignored.
+RAY_ONLY_FIELDS = ("ray_address", "num_workers", "gpus_per_worker", "envs_per_worker")
+
+
+def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
+    """Number of parallel envs when `--eval.batch_size=0`.
+
+    One simulator worker per core keeps every core busy, but the main process needs room for
+    policy inference and video encoding, hence 70% of the cores. Never more envs than
+    episodes, and a cap of 64 so a big server does not start hundreds of GL contexts.
+    """
+    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    by_cpu = max(1, math.floor(cores * 0.7))
+    return max(1, min(by_cpu, n_episodes, MAX_AUTO_BATCH_SIZE))
+
+
+@dataclass
+class EvalConfig:
+    n_episodes: int = 50
+    """Episodes per task."""
+    batch_size: int = 0
+    """Envs stepped in parallel per task; 0 = auto: min(floor(0.7 x CPU cores), n_episodes, 64).
+    A value above n_episodes is clamped to it."""
+    use_async_envs: bool = True
+    """Step envs in worker processes; ignored (synchronous) when the batch has one env, and by
+    the Ray backend, whose workers step their envs in-process."""
+    max_episodes_rendered: int = 10
+    """Videos written per task: the first N episodes of each task."""
+    continuous_batching: bool = True
+    """Start the next pending episode in a slot as soon as its episode ends, instead of waiting
+    for the whole batch. Per-episode results are identical either way."""
+    resume: bool = False
+    """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
+    step_timeout_s: float = 300.0
+    """A worker that does not answer a reset or step within this time is killed and replaced.
+    A new worker's first reset, which builds the simulator, gets at least 600 s."""
+    shard: str | None = None
+    """`i/n`: run only episodes e with e % n == i of every task (0 <= i < n), into this run's
+    own output dir; `lerobot-eval-merge` joins the shards. Default: all episodes."""
+    max_episode_retries: int = 2
+    """Re-runs (from the start, same seed) of an episode whose worker crashed or hung; after
+    that it is recorded as failed with its reason."""
+    backend: str = "local"
+    """Where episodes run: `local` (this process and its env workers) or `ray` (actors on a
+    Ray cluster, one policy copy each; needs `pip install 'lerobot[ray]'`)."""
+    ray_address: str | None = None
+    """Ray cluster to use with --eval.backend=ray: None starts a Ray instance on this machine
+    for the run; `auto` joins the cluster that `ray start` runs here (any address `ray.init`
+    takes works too)."""
+    num_workers: int = 0
+    """Ray actors, each with one CPU, one policy copy and its envs; 0 = auto: the CPUs Ray
+    reports minus one for the driver (and no more than the GPUs hold with
+    --eval.gpus_per_worker), at least 1."""
+    gpus_per_worker: float = 0.0
+    """GPUs each Ray actor reserves for its policy, fractions allowed (0.5: two per GPU)."""
+    envs_per_worker: int = 1
+    """Envs each Ray actor steps in turn, in its own process, with one policy call for all of
+    them (a larger batch per GPU call; more workers give more parallel simulation)."""
+
+    def __post_init__(self) -> None:
+        _ = self.shard_spec  # validates --eval.shard before anything starts
+        self._check_backend()
+        if self.n_episodes <= 0:
+            raise ConfigError(f"--eval.n_episodes={self.n_episodes}: must be a positive integer")
+        if self.batch_size < 0:
+            raise ConfigError(f"--eval.batch_size={self.batch_size}: must be 0 (auto) or a positive integer")
+        if self.step_timeout_s <= 0:
+            raise ConfigError(
+                f"--eval.step_timeout_s={self.step_timeout_s}: must be a positive number of seconds"
+            )
+        if self.max_episode_retries < 0:
+            raise ConfigError(f"--eval.max_episode_retries={self.max_episode_retries}: must be 0 or more")
+        if self.max_episodes_rendered < 0:
+            raise ConfigError(f"--eval.max_episodes_rendered={self.max_episodes_rendered}: must be 0 or more")
+
+    def _check_backend(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"--eval.backend={self.backend!r}: choose one of {', '.join(BACKENDS)}")
+        if self.num_workers < 0:
+            raise ConfigError(
+                f"--eval.num_workers={self.num_workers}: must be 0 (auto) or a positive integer"
+            )
+        if self.gpus_per_worker < 0:
+            raise ConfigError(
+                f"--eval.gpus_per_worker={self.gpus_per_worker}: must be 0 or more (fractions allowed)"
+            )
+        if self.envs_per_worker < 1:
+            raise ConfigError(f"--eval.envs_per_worker={self.envs_per_worker}: must be a positive integer")
+        if self.backend == "local":
+            defaults = {f.name: f.default for f in fields(self)}
+            for name in RAY_ONLY_FIELDS:
+                if getattr(self, name) != defaults[name]:
+                    raise ConfigError(
+                        f"--eval.{name}={getattr(self, name)}: only used by the Ray backend; add --eval.backend=ray"
+                    )
+            return
+        if importlib.util.find_spec("ray") is None:
+            raise ConfigError("--eval.backend=ray: Ray is not installed; pip install 'lerobot[ray]'")
+        if self.batch_size != 0:
+            raise ConfigError(
+                f"--eval.batch_size={self.batch_size}: only used by the local backend; "
+                "with --eval.backend=ray set --eval.envs_per_worker"
+            )
+
+    @property
+    def shard_spec(self) -> tuple[int, int] | None:
+        """(index, count) from `--eval.shard=i/n`, or None for all episodes."""
+        if self.shard is None:
+            return None
+        index, _, count = self.shard.partition("/")
+        if not (index.isdigit() and count.isdigit() and 0 <= int(index) < int(count)):
+            raise ConfigError(f"--eval.shard={self.shard!r}: must be i/n with 0 <= i < n, e.g. 0/4")
+        return int(index), int(count)
+
+    @property
+    def resolved_batch_size(self) -> int:
+        """The number of envs actually used: auto when 0, never more than n_episodes."""
+        episodes = self.episodes_per_task
+        if self.batch_size == 0:
+            return auto_batch_size(episodes)
+        return min(self.batch_size, episodes)
+
+    @property
+    def episodes_per_task(self) -> int:
+        """Episodes of each task this run executes (all of them, or this shard's)."""
+        if self.shard_spec is None:
+            return self.n_episodes
+        index, count = self.shard_spec
+        return max(1, len(range(index, self.n_episodes, count)))
+
+    @property
+    def resolved_use_async(self) -> bool:
+        """Worker processes only pay off with more than one env."""
+        return self.use_async_envs and self.resolved_batch_size > 1
 
 
 @dataclass

@@ -6,10 +6,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.datasets import layout
-from lerobot.envs.configs import EnvConfig
 from lerobot.utils.errors import ConfigError
+
+# LeRobot's defaults for when a dataset starts a new file or chunk.
+CHUNKS_SIZE = 1000
+DATA_FILES_SIZE_IN_MB = 100
+VIDEO_FILES_SIZE_IN_MB = 200
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """When a dataset starts a new file or chunk (LeRobot's defaults; sizes in MiB)."""
+
+    chunks_size: int = CHUNKS_SIZE
+    """Files per chunk folder."""
+    data_files_size_in_mb: float = DATA_FILES_SIZE_IN_MB
+    """Frame-table and episodes-table files, measured uncompressed."""
+    video_files_size_in_mb: float = VIDEO_FILES_SIZE_IN_MB
+    """Video files, measured on disk."""
+
+    def __post_init__(self) -> None:
+        for name in ("chunks_size", "data_files_size_in_mb", "video_files_size_in_mb"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)}: must be positive")
 
 
 @dataclass
@@ -28,11 +49,11 @@ class RecordSimConfig:
     """Episode e starts from seed + e."""
     batch_size: int = 1
     """Envs stepped together (in worker processes when above 1)."""
-    data_files_size_in_mb: float = layout.DATA_FILES_SIZE_IN_MB
+    data_files_size_in_mb: float = DATA_FILES_SIZE_IN_MB
     """Start a new frame-table (and episodes-table) file before one would pass this size."""
-    video_files_size_in_mb: float = layout.VIDEO_FILES_SIZE_IN_MB
+    video_files_size_in_mb: float = VIDEO_FILES_SIZE_IN_MB
     """Start a new video file before one would pass this size."""
-    chunks_size: int = layout.CHUNKS_SIZE
+    chunks_size: int = CHUNKS_SIZE
     """Files per chunk-XXX folder."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -54,7 +75,3 @@ class RecordSimConfig:
         tasks = [task for group in self.env.task_groups().values() for task in group]
         if len(tasks) != 1:
             raise ConfigError(f"--env.task={self.env.task}: a dataset records one task; got {len(tasks)}")
-
-    @property
-    def file_limits(self) -> layout.FileLimits:
-        return layout.FileLimits(self.chunks_size, self.data_files_size_in_mb, self.video_files_size_in_mb)

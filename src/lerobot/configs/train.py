@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from lerobot.configs.default import EvalConfig
+from lerobot.configs.env import EnvConfig
+from lerobot.configs.eval import EvalConfig
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
-from lerobot.envs.configs import EnvConfig
 from lerobot.utils.errors import ConfigError
 
 
@@ -90,6 +90,7 @@ class TrainPipelineConfig:
         ):
             if value < 0:
                 raise ConfigError(f"--{flag}={value}: must be 0 or a positive integer")
+        _refuse_run_level_eval_flags(self.eval)
         if self.eval_freq and self.env is None:
             raise ConfigError(
                 f"--eval_freq={self.eval_freq}: needs --env.type (and --env.task); or pass --eval_freq=0"
@@ -104,3 +105,20 @@ class TrainPipelineConfig:
             raise ConfigError(
                 f"--output_dir={self.output_dir}: not empty; pass --resume=true to continue that run, or a new directory"
             )
+
+
+# `--eval.*` settings that describe a whole `lerobot-eval` run, not an in-training evaluation:
+# each is refused rather than silently ignored.
+_NOT_IN_TRAINING = {
+    "resume": "each in-training evaluation starts fresh in eval/step_<N>/",
+    "shard": "an in-training evaluation runs every episode",
+    "backend": "in-training evaluation runs locally, with the policy in memory",
+}
+
+
+def _refuse_run_level_eval_flags(eval_cfg: EvalConfig) -> None:
+    defaults = EvalConfig(n_episodes=1)
+    for name, reason in _NOT_IN_TRAINING.items():
+        value = getattr(eval_cfg, name)
+        if value != getattr(defaults, name):
+            raise ConfigError(f"--eval.{name}={value}: not used by lerobot-train ({reason}); remove it")

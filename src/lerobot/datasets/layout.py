@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CODEBASE_VERSION = "v3.0"
-CHUNKS_SIZE = 1000
-DATA_FILES_SIZE_IN_MB = 100
-VIDEO_FILES_SIZE_IN_MB = 200
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_DIR = "meta/episodes"
@@ -44,23 +41,6 @@ INDEX_FEATURES = {
     "index": {"dtype": "int64", "shape": [1], "names": None},
     "task_index": {"dtype": "int64", "shape": [1], "names": None},
 }
-
-
-@dataclass(frozen=True)
-class FileLimits:
-    """When a dataset starts a new file or chunk (LeRobot's defaults; sizes in MiB)."""
-
-    chunks_size: int = CHUNKS_SIZE
-    """Files per chunk folder."""
-    data_files_size_in_mb: float = DATA_FILES_SIZE_IN_MB
-    """Frame-table and episodes-table files, measured uncompressed."""
-    video_files_size_in_mb: float = VIDEO_FILES_SIZE_IN_MB
-    """Video files, measured on disk."""
-
-    def __post_init__(self) -> None:
-        for name in ("chunks_size", "data_files_size_in_mb", "video_files_size_in_mb"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)}: must be positive")
 
 
 @dataclass(frozen=True)

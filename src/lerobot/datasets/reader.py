@@ -23,7 +23,7 @@ import numpy as np
 
 from lerobot.datasets import layout
 from lerobot.datasets.layout import FileIndex
-from lerobot.datasets.video import VideoError, iter_frames
+from lerobot.datasets.video_files import VideoError, iter_frames
 
 logger = logging.getLogger(__name__)
 

@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from lerobot.configs.record import FileLimits
 from lerobot.datasets import layout, stats
-from lerobot.datasets.layout import FileIndex, FileLimits
-from lerobot.datasets.video import join_mp4s
-from lerobot.evaluation.video import EpisodeVideo
+from lerobot.datasets.layout import FileIndex
+from lerobot.datasets.video_files import join_mp4s
 from lerobot.processor.observation import STATE_KEYS
 from lerobot.utils.constants import ACTION, OBS_IMAGE, OBS_IMAGES
+from lerobot.utils.video import EpisodeVideo
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ object 280, goal 300, libero_10 520, libero_90 400 steps, at 20 Hz control. Befo
 no-op steps (gripper open) let objects settle; they do not count.
 Observations (LeRobot's LIBERO format): `pixels`, a dict of the agent-view and wrist cameras,
 upright (robosuite renders them upside down), under the keys `--env.camera_name_mapping` gives
-them (`image`, `image2`), and `agent_pos`, the 8-d state of `lerobot.processor.libero`.
+them (`image`, `image2`), and `agent_pos`, the 8-d state of `lerobot.envs.libero_observation`.
 Actions: 7-d in [-1, 1], a delta end-effector pose (OSC_POSE: xyz, axis-angle) and the gripper
 command (-1 open, +1 closed).
 Protocol, as the VLA papers since OpenVLA report it: 50 episodes per task, so each init state
@@ -45,9 +45,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.types import FeatureType, PolicyFeature
-from lerobot.envs.configs import EnvConfig
-from lerobot.processor.libero import STATE_DIM, format_observation
+from lerobot.envs.libero_observation import STATE_DIM, format_observation
 from lerobot.utils.constants import ACTION, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.gl import default_mujoco_gl
@@ -425,6 +425,9 @@ class LiberoEnvConfig(EnvConfig):
 
     def task_description(self, task_name: str) -> str:
         return task_description(task_name)
+
+    def max_episode_steps(self, task_name: str) -> int:
+        return self.episode_length or SUITE_EPISODE_LENGTHS[suite_of(task_name)]
 
     def env_factory(self, task_name: str):
         return functools.partial(

@@ -29,8 +29,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.types import FeatureType, PolicyFeature
-from lerobot.envs.configs import EnvConfig
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.gl import default_mujoco_gl

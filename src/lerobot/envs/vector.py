@@ -23,11 +23,16 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
+from lerobot.configs.env import TaskSpec
 from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
 
 logger = logging.getLogger(__name__)
 
 EnvFactory = Callable[[], gym.Env]
+STARTUP_TIMEOUT_S = 600.0
+"""How long a fresh worker may take to answer its first command, which builds the simulator
+(seconds for Meta-World, tens of seconds for LIBERO on a loaded machine): start-up is not a
+hung step, so `step_timeout_s` applies from the second command on."""
 
 
 class EnvWorkerError(RuntimeError):
@@ -149,6 +154,7 @@ class _WorkerSlot:
         self.process.start()
         child_conn.close()
         self._command: str | None = None
+        self._answered = False
 
     def send(self, command: str, payload: Any = None) -> None:
         self._command = command
@@ -157,13 +163,17 @@ class _WorkerSlot:
             self._conn.send((command, payload))
 
     def recv(self, timeout: float | None = None) -> tuple[str, Any]:
-        """The worker's reply; a hung worker is killed after `timeout` seconds."""
+        """The worker's reply; a hung worker is killed after `timeout` seconds (its first reply,
+        which includes building the simulator, gets at least STARTUP_TIMEOUT_S)."""
+        if timeout is not None and not self._answered:
+            timeout = max(timeout, STARTUP_TIMEOUT_S)
         try:
             if timeout is not None and not self._conn.poll(timeout):
                 self.process.kill()
                 self.process.join(timeout=5.0)
                 return ("timeout", f"no answer within {timeout:g}s; worker killed")
             status, value = self._conn.recv()
+            self._answered = True
         except (EOFError, ConnectionResetError, OSError):
             self.process.join(timeout=1.0)
             return ("died", f"worker process exited with code {self.process.exitcode}")
@@ -218,6 +228,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         metadata: dict | None = None,
         step_timeout_s: float | None = None,
         preload_modules: Sequence[str] = (),
+        task: TaskSpec | None = None,
     ):
         if not env_fns:
             raise ValueError("LazyVectorEnv needs at least one env factory")
@@ -232,6 +243,8 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self.metadata = {"autoreset_mode": None, **(metadata or {})}
         self.step_timeout_s = step_timeout_s
         self.preload_modules = tuple(preload_modules)
+        self.task = task
+        """The task every sub-env runs, when the env was built for one (`make_task_env`)."""
         self._slots: list[_InProcessSlot | _WorkerSlot] | None = None
 
     @property

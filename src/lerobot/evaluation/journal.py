@@ -11,20 +11,62 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lerobot.evaluation.metrics import to_strict_json
-from lerobot.evaluation.rollout import EpisodeResult
+from lerobot.configs.env import TaskSpec
+from lerobot.evaluation.results import EpisodeResult, TaskKey
+from lerobot.utils.io import to_strict_json
 from lerobot.utils.signals import signals_deferred
 
 logger = logging.getLogger(__name__)
 
 JOURNAL_FILENAME = "episodes.jsonl"
-_RESULT_FIELDS = {f.name for f in fields(EpisodeResult)}
 
-TaskKey = tuple[str, int]
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One line of episodes.jsonl: a finished episode and the task it belongs to."""
+
+    task_group: str
+    task_id: int
+    task: str
+    task_description: str
+    episode: EpisodeResult
+
+    @property
+    def task_key(self) -> TaskKey:
+        return self.task_group, self.task_id
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """(group, task id, episode index): what a run holds at most once."""
+        return self.task_group, self.task_id, self.episode.episode_index
+
+    def to_record(self) -> dict[str, Any]:
+        record = {
+            "task_group": self.task_group,
+            "task_id": self.task_id,
+            "task": self.task,
+            "task_description": self.task_description,
+        }
+        record.update(self.episode.to_record())
+        return to_strict_json(record)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> JournalEntry:
+        return cls(
+            task_group=record["task_group"],
+            task_id=record["task_id"],
+            task=record.get("task", ""),
+            task_description=record.get("task_description", ""),
+            episode=EpisodeResult.from_record(record),
+        )
+
+    @classmethod
+    def of(cls, task: TaskSpec, episode: EpisodeResult) -> JournalEntry:
+        return cls(task.group, task.task_id, task.name, task.description, episode)
 
 
 class EpisodeJournal:
@@ -32,9 +74,12 @@ class EpisodeJournal:
 
     def __init__(self, output_dir: Path):
         self.path = Path(output_dir) / JOURNAL_FILENAME
-        self.records: list[dict[str, Any]] = self._load()
+        self.entries: list[JournalEntry] = self._load()
 
-    def _load(self) -> list[dict[str, Any]]:
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def _load(self) -> list[JournalEntry]:
         if not self.path.exists():
             return []
         text = self.path.read_text()
@@ -43,25 +88,29 @@ class EpisodeJournal:
         if tail:  # the last write was cut short: keep only whole lines on disk
             logger.warning("%s: dropping a partial last line", self.path)
             self.path.write_text("".join(line + "\n" for line in complete))
-        records = {}
+        entries: dict[tuple[str, int, int], JournalEntry] = {}
         for line in complete:
             if line.strip():
-                record = json.loads(line)
-                records[(record["task_group"], record["task_id"], record["episode_index"])] = record
-        return list(records.values())
+                entry = JournalEntry.from_record(json.loads(line))
+                entries[entry.key] = entry
+        return list(entries.values())
 
-    def done_episodes(self, group: str, task_id: int) -> dict[int, EpisodeResult]:
+    def done_episodes(self, task_key: TaskKey) -> dict[int, EpisodeResult]:
         """Finished episodes of one task, by episode index."""
-        return {
-            r["episode_index"]: result_from_record(r)
-            for r in self.records
-            if r["task_group"] == group and r["task_id"] == task_id
-        }
+        return self.done_by_task().get(task_key, {})
 
-    def append(self, group: str, task_id: int, task: str, description: str, result: EpisodeResult) -> None:
-        record = {"task_group": group, "task_id": task_id, "task": task, "task_description": description}
-        record.update(asdict(result))
-        line = json.dumps(to_strict_json(record), allow_nan=False)
+    def done_by_task(self) -> dict[TaskKey, dict[int, EpisodeResult]]:
+        """Every finished episode, by task and episode index."""
+        done: dict[TaskKey, dict[int, EpisodeResult]] = {}
+        for entry in self.entries:
+            done.setdefault(entry.task_key, {})[entry.episode.episode_index] = entry.episode
+        return done
+
+    def append(self, task: TaskSpec, episode: EpisodeResult) -> None:
+        self.write(JournalEntry.of(task, episode))
+
+    def write(self, entry: JournalEntry) -> None:
+        line = json.dumps(entry.to_record(), allow_nan=False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # File and memory must agree even if Ctrl-C lands mid-append: the partial results
         # written on interrupt come from memory, a resume reads the file.
@@ -70,12 +119,12 @@ class EpisodeJournal:
                 f.write(line + "\n")
                 f.flush()
                 os.fsync(f.fileno())
-            self.records.append(record)
+            self.entries.append(entry)
 
 
-def result_from_record(record: dict[str, Any]) -> EpisodeResult:
-    values = {k: v for k, v in record.items() if k in _RESULT_FIELDS}
-    for key in ("sum_reward", "max_reward"):
-        if values.get(key) is None:  # a non-finite reward was stored as null
-            values[key] = float("nan")
-    return EpisodeResult(**values)
+def write_journal(output_dir: Path, entries: list[JournalEntry]) -> Path:
+    """A whole journal at once (merged shards), one line per entry in the given order."""
+    path = Path(output_dir) / JOURNAL_FILENAME
+    lines = [json.dumps(entry.to_record(), allow_nan=False) for entry in entries]
+    path.write_text("".join(line + "\n" for line in lines))
+    return path

@@ -3,7 +3,8 @@
 Shards may run anywhere (Slurm array jobs, several machines); each writes its own
 episodes.jsonl and run_config.json. Merging checks that they ran the same evaluation, keeps
 each episode once, and says which episodes no shard finished, so an incomplete merge is
-never mistaken for a complete one.
+never mistaken for a complete one. Nothing here imports torch or a simulator: the tasks come
+from the env config alone.
 """
 
 from __future__ import annotations
@@ -15,53 +16,53 @@ from typing import Any
 
 import draccus
 
-from lerobot.configs.eval import EvalPipelineConfig
-from lerobot.evaluation.journal import JOURNAL_FILENAME, EpisodeJournal, result_from_record
-from lerobot.evaluation.metrics import TaskResult, build_eval_info, write_eval_info
+from lerobot.configs.env import EnvConfig, TaskSpec
+from lerobot.evaluation.journal import EpisodeJournal, JournalEntry, write_journal
 from lerobot.evaluation.report import write_report
+from lerobot.evaluation.result_files import write_eval_info
+from lerobot.evaluation.results import MissingEpisode, RunResult, TaskResult
 from lerobot.evaluation.resume import RUN_CONFIG_FILENAME, config_differences
 from lerobot.utils.errors import ConfigError
 
 # Settings that legitimately differ between the shards of one evaluation.
 SHARD_KEYS = ("eval.shard",)
 
+EpisodeKey = tuple[str, int, int]
 
-def merge_runs(run_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
-    """Merge shard directories into `output_dir` (eval_info.json and episodes.jsonl)."""
+
+def merge_runs(run_dirs: Sequence[Path], output_dir: Path) -> RunResult:
+    """Merge shard directories into `output_dir` (eval_info.json, episodes.jsonl, report)."""
     configs = [_load_run_config(Path(d)) for d in run_dirs]
     _check_same_evaluation(run_dirs, configs)
-    records = _unique_records(Path(d) for d in run_dirs)
-    expected = expected_episodes(configs[0])
-    missing = sorted(set(expected) - set(records))
-    tasks = _task_results(records, expected)
-    info = build_eval_info(
-        tasks,
-        eval_s=sum(t.eval_s for t in tasks),
-        extra={
-            "complete": not missing,
-            "n_episodes_retried": sum(1 for t in tasks for e in t.episodes if e.retries),
-            "n_episodes_failed": sum(1 for t in tasks for e in t.episodes if e.failure_reason),
-            "missing_episodes": [{"task_group": g, "task_id": t, "episode_index": e} for g, t, e in missing],
-            "merged_from": [str(Path(d)) for d in run_dirs],
-        },
+    entries = _unique_entries(Path(d) for d in run_dirs)
+    tasks = planned_tasks(configs[0])
+    n_episodes = int(configs[0]["eval"]["n_episodes"])
+    missing = [
+        MissingEpisode(task.group, task.task_id, e)
+        for task in tasks
+        for e in range(n_episodes)
+        if (task.group, task.task_id, e) not in entries
+    ]
+    results = _task_results(tasks, entries)
+    run = RunResult.of(
+        results,
+        eval_s=sum(t.eval_s for t in results),
+        complete=not missing,
+        missing_episodes=tuple(missing),
+        merged_from=tuple(str(Path(d)) for d in run_dirs),
     )
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    _write_journal(output_dir, records)
-    write_eval_info(info, output_dir)
-    write_report(output_dir, info)
-    return info
+    write_journal(output_dir, [entries[key] for key in sorted(entries)])
+    write_eval_info(run, output_dir)
+    write_report(output_dir, run)
+    return run
 
 
-def expected_episodes(run_config: dict[str, Any]) -> dict[tuple[str, int, int], tuple[str, str]]:
-    """Every (group, task id, episode) the full evaluation has, with task name and description."""
-    cfg = draccus.decode(EvalPipelineConfig, {**run_config, "eval": {**run_config["eval"], "shard": None}})
-    return {
-        (group, task_id, episode): (task, cfg.env.task_description(task))
-        for group, tasks in cfg.env.indexed_task_groups().items()
-        for task_id, task in tasks.items()
-        for episode in range(cfg.eval.n_episodes)
-    }
+def planned_tasks(run_config: dict[str, Any]) -> tuple[TaskSpec, ...]:
+    """The tasks of the evaluation a run_config.json describes (from its env config alone)."""
+    env_cfg = draccus.decode(EnvConfig, run_config["env"])
+    return env_cfg.tasks()
 
 
 def _load_run_config(run_dir: Path) -> dict[str, Any]:
@@ -86,30 +87,20 @@ def _flags(keys: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"--{key}:" for key in keys)
 
 
-def _unique_records(run_dirs) -> dict[tuple[str, int, int], dict[str, Any]]:
-    """Journal records of all shards, one per episode (the first shard that has it wins)."""
-    records: dict[tuple[str, int, int], dict[str, Any]] = {}
+def _unique_entries(run_dirs) -> dict[EpisodeKey, JournalEntry]:
+    """Journal entries of all shards, one per episode (the first shard that has it wins)."""
+    entries: dict[EpisodeKey, JournalEntry] = {}
     for run_dir in run_dirs:
-        for record in EpisodeJournal(run_dir).records:
-            records.setdefault((record["task_group"], record["task_id"], record["episode_index"]), record)
-    return records
+        for entry in EpisodeJournal(run_dir).entries:
+            entries.setdefault(entry.key, entry)
+    return entries
 
 
-def _task_results(records: dict, expected: dict) -> list[TaskResult]:
+def _task_results(tasks: Sequence[TaskSpec], entries: dict[EpisodeKey, JournalEntry]) -> list[TaskResult]:
     """One TaskResult per task that has finished episodes, in the evaluation's task order."""
-    tasks: list[TaskResult] = []
-    task_keys = list(dict.fromkeys((g, t) for g, t, _ in expected))
-    for group, task_id in task_keys:
-        episodes = sorted(
-            (result_from_record(r) for (g, t, _), r in records.items() if (g, t) == (group, task_id)),
-            key=lambda e: e.episode_index,
-        )
+    results = []
+    for task in tasks:
+        episodes = [entry.episode for entry in entries.values() if entry.task_key == task.key]
         if episodes:
-            name, description = expected[(group, task_id, episodes[0].episode_index)]
-            tasks.append(TaskResult(group, task_id, name, description, tuple(episodes), 0.0))
-    return tasks
-
-
-def _write_journal(output_dir: Path, records: dict) -> None:
-    lines = [json.dumps(records[key], allow_nan=False) for key in sorted(records)]
-    (output_dir / JOURNAL_FILENAME).write_text("".join(line + "\n" for line in lines))
+            results.append(TaskResult.of(task, episodes, 0.0))
+    return results

@@ -18,7 +18,7 @@ from typing import TextIO
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from lerobot.evaluation.rollout import EpisodeResult
+from lerobot.evaluation.results import EpisodeResult
 
 
 def progress_enabled(stream: TextIO | None = None) -> bool:

@@ -20,8 +20,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import torch
-
 # Distributions whose version changes results: ours, the numeric stack, the simulators.
 VERSIONED_PACKAGES = ("lerobot", "torch", "numpy", "gymnasium", "mujoco", "metaworld", "hf-libero")
 GIT_TIMEOUT_S = 5.0
@@ -113,6 +111,8 @@ def cpu_model() -> str | None:
 
 def gpu_name() -> str | None:
     """Name of CUDA device 0. Call after the env workers exist: they must fork before CUDA starts."""
+    import torch  # only here: provenance is also read where torch is not wanted
+
     if not torch.cuda.is_available():
         return None
     return torch.cuda.get_device_name(0)

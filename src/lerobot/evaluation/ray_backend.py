@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,13 +43,12 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
-from lerobot.configs.default import EvalConfig
-from lerobot.configs.eval import EvalPipelineConfig
-from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.journal import EpisodeJournal
-from lerobot.evaluation.metrics import TaskResult, aggregate
-from lerobot.evaluation.progress import TaskProgress, task_progress
-from lerobot.evaluation.rollout import EpisodeResult, RolloutSettings, run_episodes
+from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
+from lerobot.envs.factory import make_task_env
+from lerobot.evaluation.backend import EvalBackend, RunEvents
+from lerobot.evaluation.plan import RunPlan, WorkUnit
+from lerobot.evaluation.results import EpisodeResult
+from lerobot.evaluation.rollout import RolloutSettings, run_episodes
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.gl import default_mujoco_gl
 
@@ -70,23 +69,6 @@ POLL_S = 0.05
 arrives while Ray itself blocks turns into a bare KeyboardInterrupt, so SIGTERM would lose
 its identity (and lerobot-eval its clean stop with partial results)."""
 
-TaskKey = tuple[str, int]
-
-
-@dataclass(frozen=True)
-class WorkUnit:
-    """Some episodes of one task, run by one actor on one vector env."""
-
-    group: str
-    task_id: int
-    episodes: tuple[int, ...]
-    attempts: int = 0
-    """Actors that died running these episodes so far."""
-
-    @property
-    def task_key(self) -> TaskKey:
-        return self.group, self.task_id
-
 
 @dataclass(frozen=True)
 class UnitResult:
@@ -96,46 +78,32 @@ class UnitResult:
     """Seconds the actor spent on the unit, starting its env included."""
 
 
-def run_tasks_on_ray(cfg: EvalPipelineConfig, journal: EpisodeJournal, videos_dir: Path) -> list[TaskResult]:
-    """Run the episodes `journal` lacks on Ray actors; every task's results, in config order.
+class RayBackend(EvalBackend):
+    """Work units on Ray actors; the driver reports their episodes as each unit returns."""
 
-    A task's `eval_s` is the time actors spent on its units in this run (tasks run side by side,
-    so wall time per task means nothing here).
-    """
-    tasks = task_identities(cfg)
-    done = {key: journal.done_episodes(*key) for key in tasks}
-    units = plan_units(done, cfg.eval, unit_size=cfg.eval.envs_per_worker * UNIT_WAVES)
-    total = sum(len(d) for d in done.values()) + sum(len(u.episodes) for u in units)
-    with task_progress("all tasks (ray)", total, [e for d in done.values() for e in d.values()]) as progress:
-        collector = ResultCollector(journal, tasks, done, units, Path(videos_dir), progress)
-        if units:
-            _run_units(cfg, units, Path(videos_dir), collector.add)
-    return collector.task_results()
+    runs_tasks_in_order = False
 
+    def __init__(self, cfg: EvalPipelineConfig, settings: RolloutSettings):
+        self.cfg, self.settings = cfg, settings
 
-def task_identities(cfg: EvalPipelineConfig) -> dict[TaskKey, tuple[str, str]]:
-    """{(group, task id): (task name, description)} in the config's task order."""
-    return {
-        (group, task_id): (name, cfg.env.task_description(name))
-        for group, by_id in cfg.env.indexed_task_groups().items()
-        for task_id, name in by_id.items()
-    }
+    def run(self, plan: RunPlan, events: RunEvents) -> None:
+        units = plan.units(unit_size=self.cfg.eval.envs_per_worker * UNIT_WAVES)
+        if not units:
+            return
 
+        def on_result(result: UnitResult) -> None:
+            for episode in result.episodes:
+                events.episode_finished(result.unit.task, self._video_path_for_driver(result.unit, episode))
+            events.unit_finished(result.unit, result.eval_s)
 
-def plan_units(
-    done: Mapping[TaskKey, Collection[int]], eval_cfg: EvalConfig, unit_size: int
-) -> list[WorkUnit]:
-    """Units of at most `unit_size` episodes for this shard's episodes not done yet, task by task."""
-    units = []
-    for (group, task_id), finished in done.items():
-        pending = RolloutSettings(
-            n_episodes=eval_cfg.n_episodes,
-            episode_indices=[e for e in range(eval_cfg.n_episodes) if e not in finished],
-            shard=eval_cfg.shard_spec,
-        ).pending_episodes()
-        for start in range(0, len(pending), unit_size):
-            units.append(WorkUnit(group, task_id, tuple(pending[start : start + unit_size])))
-    return units
+        _run_units(self.cfg, units, self.settings, on_result)
+
+    def _video_path_for_driver(self, unit: WorkUnit, episode: EpisodeResult) -> EpisodeResult:
+        """Actors write to the absolute path; record it as the local backend does."""
+        if episode.video_path is None:
+            return episode
+        folder = self.settings.videos_dir_for(unit.task)
+        return dataclasses.replace(episode, video_path=str(folder / Path(episode.video_path).name))
 
 
 def resolve_num_workers(eval_cfg: EvalConfig, resources: Mapping[str, float], n_units: int) -> int:
@@ -148,7 +116,10 @@ def resolve_num_workers(eval_cfg: EvalConfig, resources: Mapping[str, float], n_
 
 
 def _run_units(
-    cfg: EvalPipelineConfig, units: list[WorkUnit], videos_dir: Path, on_result: Callable[[UnitResult], None]
+    cfg: EvalPipelineConfig,
+    units: list[WorkUnit],
+    settings: RolloutSettings,
+    on_result: Callable[[UnitResult], None],
 ) -> None:
     started_ray = connect(cfg.eval)
     try:
@@ -163,7 +134,8 @@ def _run_units(
             len(units),
             cfg.eval.envs_per_worker * UNIT_WAVES,
         )
-        pool = WorkerPool(cfg, videos_dir.absolute(), size)
+        videos_dir = settings.videos_dir.absolute() if settings.videos_dir is not None else None
+        pool = WorkerPool(cfg, dataclasses.replace(settings, videos_dir=videos_dir), size)
         try:
             pool.run(units, on_result)
         finally:
@@ -208,13 +180,14 @@ def check_cluster_resources(eval_cfg: EvalConfig) -> None:
 class EpisodeWorker:
     """One Ray actor: one copy of the policy, kept across units, and one env per unit."""
 
-    def __init__(self, cfg: EvalPipelineConfig, videos_dir: Path):
+    def __init__(self, cfg: EvalPipelineConfig, settings: RolloutSettings):
         default_mujoco_gl()  # before anything imports a simulator in this process
         from lerobot.policies.factory import make_policy, make_pre_post_processors
 
-        self.cfg, self.videos_dir = cfg, Path(videos_dir)
+        self.cfg = cfg
         self.policy = make_policy(cfg.policy, cfg.env)
-        self.preprocessor, self.postprocessor = make_pre_post_processors(cfg.policy)
+        preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
+        self.settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
 
     def ready(self) -> int:
         """The actor's pid, once the policy is built."""
@@ -222,37 +195,15 @@ class EpisodeWorker:
 
     def run_unit(self, unit: WorkUnit) -> UnitResult:
         started = time.perf_counter()
-        env = self._make_env(unit)
+        n_envs = min(self.cfg.eval.envs_per_worker, len(unit.episodes))
+        env = make_task_env(self.cfg.env, unit.task, n_envs, False, self.cfg.eval.step_timeout_s)
         self.policy.reset()  # the previous unit's env may have had another number of rows
         try:
-            results = run_episodes(env, self.policy, self._settings(unit))
+            results = run_episodes(env, self.policy, unit.episodes, self.settings, unit.task)
         finally:
             env.close()
         results = [dataclasses.replace(r, retries=r.retries + unit.attempts) for r in results]
         return UnitResult(unit, tuple(results), time.perf_counter() - started)
-
-    def _make_env(self, unit: WorkUnit) -> LazyVectorEnv:
-        n_envs = min(self.cfg.eval.envs_per_worker, len(unit.episodes))
-        envs = self.cfg.env.create_envs(n_envs, use_async_envs=False)
-        env = envs[unit.group][unit.task_id]  # the others are lazy: nothing of them started
-        env.step_timeout_s = self.cfg.eval.step_timeout_s
-        return env
-
-    def _settings(self, unit: WorkUnit) -> RolloutSettings:
-        return RolloutSettings(
-            n_episodes=self.cfg.eval.n_episodes,
-            start_seed=self.cfg.seed,
-            episode_indices=unit.episodes,
-            max_episodes_rendered=self.cfg.eval.max_episodes_rendered,
-            videos_dir=self.videos_dir / _task_folder(unit.task_key),
-            fps=self.cfg.env.fps,
-            continuous_batching=self.cfg.eval.continuous_batching,
-            use_amp=self.cfg.policy.use_amp,
-            max_episode_retries=self.cfg.eval.max_episode_retries,
-            rename_map=dict(self.cfg.rename_map),
-            preprocessor=self.preprocessor,
-            postprocessor=self.postprocessor,
-        )
 
 
 class WorkerPool:
@@ -262,8 +213,8 @@ class WorkerPool:
     gets work only once its policy is built, so actors the cluster cannot place yet hold no unit.
     """
 
-    def __init__(self, cfg: EvalPipelineConfig, videos_dir: Path, size: int):
-        self.cfg, self.videos_dir, self.size = cfg, videos_dir, size
+    def __init__(self, cfg: EvalPipelineConfig, settings: RolloutSettings, size: int):
+        self.cfg, self.settings, self.size = cfg, settings, size
         self.run_id = uuid.uuid4().hex[:8]
         self.serial = itertools.count()
         self.actor_class = ray.remote(EpisodeWorker)
@@ -314,7 +265,7 @@ class WorkerPool:
             num_gpus=self.cfg.eval.gpus_per_worker,
             max_restarts=0,
             runtime_env={"env_vars": {k: os.environ[k] for k in GL_VARIABLES if k in os.environ}},
-        ).remote(self.cfg, self.videos_dir)
+        ).remote(self.cfg, self.settings)
         self.actors.append(actor)
         self.calls[actor.ready.remote()] = (actor, None)
 
@@ -333,99 +284,13 @@ class WorkerPool:
             on_result(_failed_unit(unit, self.cfg.seed, f"Ray worker died: {reason}"))
             return
         for episode in reversed(unit.episodes):
-            queue.appendleft(WorkUnit(unit.group, unit.task_id, (episode,), attempts))
-
-
-class ResultCollector:
-    """The driver's side: journal each unit's episodes as they arrive, and report per task."""
-
-    def __init__(
-        self,
-        journal: EpisodeJournal,
-        tasks: Mapping[TaskKey, tuple[str, str]],
-        done: Mapping[TaskKey, Mapping[int, EpisodeResult]],
-        units: Sequence[WorkUnit],
-        videos_dir: Path,
-        progress: TaskProgress,
-    ):
-        self.journal, self.tasks, self.done = journal, tasks, done
-        self.videos_dir, self.progress = videos_dir, progress
-        self.new: dict[TaskKey, list[EpisodeResult]] = {key: [] for key in tasks}
-        self.eval_s = dict.fromkeys(tasks, 0.0)
-        self.remaining = dict.fromkeys(tasks, 0)
-        for unit in units:
-            self.remaining[unit.task_key] += len(unit.episodes)
-
-    def add(self, result: UnitResult) -> None:
-        key = result.unit.task_key
-        task, description = self.tasks[key]
-        for episode in result.episodes:
-            episode = self._video_path_for_driver(key, episode)
-            self.journal.append(*key, task, description, episode)
-            self.new[key].append(episode)
-            self.progress.update(episode)
-        self.eval_s[key] += result.eval_s
-        self.remaining[key] -= len(result.episodes)
-        if self.remaining[key] == 0:
-            self._log_task(key)
-
-    def task_results(self) -> list[TaskResult]:
-        return [
-            TaskResult(*key, *self.tasks[key], self._episodes(key), self.eval_s[key]) for key in self.tasks
-        ]
-
-    def _episodes(self, key: TaskKey) -> tuple[EpisodeResult, ...]:
-        return tuple(sorted([*self.done[key].values(), *self.new[key]], key=lambda e: e.episode_index))
-
-    def _video_path_for_driver(self, key: TaskKey, episode: EpisodeResult) -> EpisodeResult:
-        """Actors write to the absolute path; record it as the local backend does."""
-        if episode.video_path is None:
-            return episode
-        return dataclasses.replace(
-            episode, video_path=str(self.videos_dir / _task_folder(key) / Path(episode.video_path).name)
-        )
-
-    def _log_task(self, key: TaskKey) -> None:
-        episodes = self._episodes(key)
-        metrics = aggregate(episodes, self.eval_s[key])
-        low, high = metrics["pc_success_ci95"] or (0.0, 0.0)
-        logger.info(
-            "%s task %d (%s): %.1f%% success (95%% CI %.1f-%.1f) over %d episodes (%d run now), "
-            "%.1f worker-seconds",
-            *key,
-            self.tasks[key][0],
-            metrics["pc_success"] or 0.0,
-            low,
-            high,
-            len(episodes),
-            len(self.new[key]),
-            self.eval_s[key],
-        )
+            queue.appendleft(WorkUnit(unit.task, (episode,), attempts))
 
 
 def _failed_unit(unit: WorkUnit, start_seed: int, reason: str) -> UnitResult:
     """Results of episodes whose every attempt killed its actor: failed, with the reason."""
-    episodes = tuple(
-        EpisodeResult(
-            episode_index=e,
-            seed=start_seed + e,
-            success=False,
-            success_at_end=False,
-            sum_reward=0.0,
-            max_reward=0.0,
-            n_steps=0,
-            wall_s=0.0,
-            retries=unit.attempts,
-            failure_reason=reason,
-        )
-        for e in unit.episodes
-    )
+    episodes = tuple(EpisodeResult.failed(e, start_seed + e, reason, unit.attempts) for e in unit.episodes)
     return UnitResult(unit, episodes, 0.0)
-
-
-def _task_folder(key: TaskKey) -> str:
-    group, task_id = key
-    return f"{group}_{task_id}"
 
 
 def _kill(actor: Any) -> None:

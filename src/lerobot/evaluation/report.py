@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from lerobot.evaluation.metrics import write_text_atomic
+from lerobot.evaluation.comparison import run_labels
 from lerobot.evaluation.report_html import render_comparison, render_report
 from lerobot.evaluation.report_text import render_comparison_summary, render_summary
-from lerobot.evaluation.run_results import RunResults, load_run, run_from_info, run_labels
+from lerobot.evaluation.results import RunResult, load_run, run_from_eval_info
+from lerobot.utils.io import write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +25,14 @@ COMPARISON_FILENAME = "comparison.html"
 COMPARISON_SUMMARY_FILENAME = "comparison.md"
 
 
-def write_report(output_dir: Path, info: dict[str, Any] | None = None) -> list[Path]:
-    """Write report.html and summary.md into `output_dir` from `info` (default: its eval_info.json)."""
+def write_report(output_dir: Path, run: RunResult | None = None) -> list[Path]:
+    """Write report.html and summary.md into `output_dir` from `run` (default: its eval_info.json).
+
+    A run in memory is shown exactly as its eval_info.json reads back, so a report written at
+    the end of a run and one rebuilt later by `lerobot-eval-report` are the same page.
+    """
     output_dir = Path(output_dir)
-    run = load_run(output_dir) if info is None else run_from_info(info, output_dir)
+    run = load_run(output_dir) if run is None else run_from_eval_info(run.to_eval_info(), output_dir)
     paths = [
         write_text_atomic(render_report(run), output_dir / REPORT_FILENAME),
         write_text_atomic(render_summary(run), output_dir / SUMMARY_FILENAME),
@@ -37,7 +41,7 @@ def write_report(output_dir: Path, info: dict[str, Any] | None = None) -> list[P
     return paths
 
 
-def write_comparison(runs: Sequence[RunResults], output_dir: Path) -> list[Path]:
+def write_comparison(runs: Sequence[RunResult], output_dir: Path) -> list[Path]:
     """Write comparison.html and comparison.md: the runs side by side, task by task."""
     output_dir = Path(output_dir)
     labels = run_labels(runs)

@@ -1,107 +1,99 @@
 """report.html and comparison.html: one self-contained page per run or comparison.
 
 Reports are opened from a cluster's shared disk, attached to an email, or read on a plane, so
-the page needs nothing but itself and the run's videos: CSS inline, the chart as inline SVG,
-no script, no font or CDN. The markup is also well-formed XML (every element closed, only
-XML's five entities), so tests and tools can parse it with a plain XML parser.
+the page needs nothing but itself and the run's videos: CSS inline (from report.css), the chart
+as inline SVG (report_chart), no script, no font or CDN. The markup is also well-formed XML
+(every element closed, only XML's five entities), so tests and tools can parse it with a plain
+XML parser. Text is escaped by `el` itself (see `markup`).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from collections.abc import Iterable, Sequence
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lerobot.evaluation.report_text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds
-from lerobot.evaluation.run_results import (
-    Rate,
-    RunResults,
-    comparability_warning,
-    compared_tasks,
-    task_rates,
+from lerobot.evaluation.comparison import comparability_warning, compared_tasks, task_summaries
+from lerobot.evaluation.markup import Markup, concat, el, esc, raw
+from lerobot.evaluation.report_chart import (
+    SERIES_COLORS,
+    chart_legend_note,
+    success_chart,
+    swatch,
 )
+from lerobot.evaluation.report_text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds
+from lerobot.evaluation.results import EpisodeResult, RunResult, Summary, TaskResult
 
-SERIES_COLORS = ("#3569b4", "#e07b27", "#3f9a55", "#a8458c", "#6d6d6d", "#c23b3b")
 EPISODE_TABLE_OPEN_MAX_ROWS = 200
 """Longer per-episode tables (LIBERO: 2000 rows) start folded so the page stays readable."""
 
 
-def render_report(run: RunResults) -> str:
+def render_report(run: RunResult) -> str:
     """The report page of one run."""
+    videos = video_episodes(run)
     body = [
         _header(run.title(), _run_subtitle(run)),
         _partial_banner(run),
         _headline(run),
-        _section("Success per task", _chart_legend_note() + success_chart([run], [run.name])),
+        _section("Success per task", concat(chart_legend_note(), success_chart([run], [run.name]))),
         _section("Per task", _task_table(run)),
         _section("Per suite", _group_table(run)) if run.has_suites and len(run.groups) > 1 else "",
-        _section("Videos", _videos(run)) if _video_episodes(run) else "",
-        _section("Episodes", _episode_table(run)),
+        _section("Videos", _videos(videos)) if videos else "",
+        _section("Episodes", _episode_table(run, videos)),
         _section("Provenance", _provenance(run)),
     ]
     return _page(f"{run.title()} {DASH} evaluation report", body)
 
 
-def render_comparison(runs: Sequence[RunResults], labels: Sequence[str], output_dir: Path) -> str:
+def render_comparison(runs: Sequence[RunResult], labels: Sequence[str], output_dir: Path) -> str:
     """Several runs side by side: one bar per run for every task, with the intervals."""
     warning = comparability_warning(runs)
     body = [
         _header(f"Comparison of {len(runs)} runs", " vs ".join(labels)),
-        el("p", esc(warning), class_="banner") if warning else "",
+        el("p", warning, class_="banner") if warning else "",
         _section("Runs", _runs_table(runs, labels, output_dir)),
-        _section("Success per task", _chart_legend_note() + success_chart(runs, labels)),
+        _section("Success per task", concat(chart_legend_note(), success_chart(runs, labels))),
         _section("Per task", _comparison_table(runs, labels)),
     ]
     return _page("Comparison " + DASH + " " + " vs ".join(labels), body)
 
 
-# -- markup helpers --------------------------------------------------------------------------
+# -- page structure --------------------------------------------------------------------------
 
 
-def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+@cache
+def stylesheet() -> str:
+    return resources.files("lerobot.evaluation").joinpath("report.css").read_text(encoding="utf-8")
 
 
-def el(tag: str, *children: str, **attrs: Any) -> str:
-    """`<tag attrs>children</tag>`; children are markup already, attribute values are escaped.
-
-    A trailing underscore is dropped from attribute names (`class_`), and underscores inside
-    them become dashes (`text_anchor` -> `text-anchor`), so SVG attributes read naturally.
-    """
-    rendered = "".join(
-        f' {name.rstrip("_").replace("_", "-")}="{esc(value)}"'
-        for name, value in attrs.items()
-        if value is not None
-    )
-    return f"<{tag}{rendered}>{''.join(children)}</{tag}>"
-
-
-def _page(title: str, body: Iterable[str]) -> str:
+def _page(title: str, body: Iterable[Markup | str]) -> str:
     head = el(
         "head",
-        '<meta charset="utf-8"/>',
-        '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
-        el("title", esc(title)),
-        el("style", CSS),
+        raw('<meta charset="utf-8"/>'),
+        raw('<meta name="viewport" content="width=device-width, initial-scale=1"/>'),
+        el("title", title),
+        el("style", raw(stylesheet())),
     )
-    return "<!DOCTYPE html>\n" + el("html", head, el("body", el("main", *body)), lang="en") + "\n"
+    content = [part for part in body if part]
+    return "<!DOCTYPE html>\n" + el("html", head, el("body", el("main", *content)), lang="en") + "\n"
 
 
-def _header(title: str, subtitle: str) -> str:
-    return el("header", el("h1", esc(title)), el("p", esc(subtitle), class_="sub"))
+def _header(title: str, subtitle: str) -> Markup:
+    return el("header", el("h1", title), el("p", subtitle, class_="sub"))
 
 
-def _section(title: str, content: str) -> str:
-    return el("section", el("h2", esc(title)), content)
+def _section(title: str, content: Markup) -> Markup:
+    return el("section", el("h2", title), content)
 
 
-def _table(columns: Sequence[tuple[str, str | None]], rows: Iterable[Sequence[str]], **attrs: Any) -> str:
-    """`columns` are (header, CSS class) pairs; cells are markup."""
-    head = el("thead", el("tr", *(el("th", esc(h), class_=c) for h, c in columns)))
+def _table(columns: Sequence[tuple[str, str | None]], rows: Iterable[Sequence[Any]], **attrs: Any) -> Markup:
+    """`columns` are (header, CSS class) pairs; cells are text or markup."""
+    head = el("thead", el("tr", *(el("th", h, class_=c) for h, c in columns)))
     classes = [c for _, c in columns]
     body = el(
         "tbody",
@@ -110,15 +102,15 @@ def _table(columns: Sequence[tuple[str, str | None]], rows: Iterable[Sequence[st
     return el("div", el("table", head, body, **attrs), class_="scroll")
 
 
-def breakable(name: str) -> str:
-    """Escaped `name` that may wrap after underscores: LIBERO task names run to 80 characters."""
-    return esc(name).replace("_", "_<wbr/>")
+def breakable(name: str) -> Markup:
+    """`name` that may wrap after underscores: LIBERO task names run to 80 characters."""
+    return Markup(esc(name).replace("_", "_<wbr/>"))
 
 
 # -- one run ---------------------------------------------------------------------------------
 
 
-def _run_subtitle(run: RunResults) -> str:
+def _run_subtitle(run: RunResult) -> str:
     env = run.config.get("env") or {}
     parts = [f"task {env['task']}" if env.get("task") else "", str(run.output_dir)]
     ended = run.provenance.get("ended_at")
@@ -127,17 +119,17 @@ def _run_subtitle(run: RunResults) -> str:
     return " \u00b7 ".join(p for p in parts if p)
 
 
-def _partial_banner(run: RunResults) -> str:
+def _partial_banner(run: RunResult) -> Markup | str:
     if run.complete:
         return ""
     text = (
         f"Partial results: the run was interrupted after {run.overall.n_episodes} episodes. "
         "Continue it with the same command plus --eval.resume=true."
     )
-    return el("p", esc(text), class_="banner")
+    return el("p", text, class_="banner")
 
 
-def _headline(run: RunResults) -> str:
+def _headline(run: RunResult) -> Markup:
     rate = run.overall
     cards = [
         _card("Success", f"{fmt_pc(rate.pc_success)}%", f"95% CI {fmt_ci(rate.pc_success_ci95)}%", big=True),
@@ -152,31 +144,31 @@ def _headline(run: RunResults) -> str:
     return el("div", *cards, class_="cards")
 
 
-def _card(label: str, value: str, detail: str, big: bool = False, warn: bool = False) -> str:
+def _card(label: str, value: str, detail: str, big: bool = False, warn: bool = False) -> Markup:
     classes = " ".join(["card", *(["big"] if big else []), *(["warn"] if warn else [])])
     return el(
         "div",
-        el("div", esc(label), class_="label"),
-        el("div", esc(value), class_="value"),
-        el("div", esc(detail), class_="detail"),
+        el("div", label, class_="label"),
+        el("div", value, class_="value"),
+        el("div", detail, class_="detail"),
         class_=classes,
     )
 
 
-def _per_episode_time(run: RunResults) -> str:
+def _per_episode_time(run: RunResult) -> str:
     mean = run.provenance.get("episode_wall_s_mean")
     return f"{mean:.1f} s per episode (mean)" if mean is not None else ""
 
 
-def _rate_cells(rate: Rate | None) -> list[str]:
+def _rate_cells(rate: Summary | None) -> list[Any]:
     if rate is None:
         return [DASH] * 5
     return [
-        esc(rate.n_episodes),
-        el("strong", esc(fmt_pc(rate.pc_success))),
-        esc(fmt_ci(rate.pc_success_ci95)),
-        esc(fmt_pc(rate.pc_success_at_end)),
-        esc(fmt_num(rate.avg_episode_length)),
+        rate.n_episodes,
+        el("strong", fmt_pc(rate.pc_success)),
+        fmt_ci(rate.pc_success_ci95),
+        fmt_pc(rate.pc_success_at_end),
+        fmt_num(rate.avg_episode_length),
     ]
 
 
@@ -192,7 +184,7 @@ RATE_COLUMNS = [
 ]
 
 
-def _task_table(run: RunResults) -> str:
+def _task_table(run: RunResult) -> Markup:
     columns = [
         ("Suite", KEY),
         ("Task", TASK),
@@ -203,14 +195,14 @@ def _task_table(run: RunResults) -> str:
     ]
     rows = [
         [
-            esc(row.group),
-            el("code", breakable(row.task)),
-            esc(row.description),
-            *_rate_cells(row.rate),
-            esc(fmt_num(row.rate.avg_sum_reward, 2)),
-            esc(fmt_seconds(row.rate.eval_s)),
+            task.group,
+            el("code", breakable(task.task)),
+            task.description,
+            *_rate_cells(task.summary),
+            fmt_num(task.summary.avg_sum_reward, 2),
+            fmt_seconds(task.summary.eval_s),
         ]
-        for row in run.tasks
+        for task in run.tasks
     ]
     overall = run.overall
     rows.append(
@@ -219,8 +211,8 @@ def _task_table(run: RunResults) -> str:
             el("strong", "Overall"),
             "",
             *_rate_cells(overall),
-            esc(fmt_num(overall.avg_sum_reward, 2)),
-            esc(fmt_seconds(overall.eval_s)),
+            fmt_num(overall.avg_sum_reward, 2),
+            fmt_seconds(overall.eval_s),
         ]
     )
     if not run.has_suites:  # Meta-World task lists: every suite is its task, say it once
@@ -228,29 +220,33 @@ def _task_table(run: RunResults) -> str:
     return _table(columns, rows)
 
 
-def _group_table(run: RunResults) -> str:
-    rows = [[el("code", esc(group)), *_rate_cells(rate)] for group, rate in run.groups.items()]
+def _group_table(run: RunResult) -> Markup:
+    rows = [[el("code", group), *_rate_cells(rate)] for group, rate in run.groups.items()]
     return _table([("Suite", KEY), *RATE_COLUMNS], rows)
 
 
-def _video_episodes(run: RunResults) -> list[tuple[dict[str, Any], str]]:
-    """(episode record, href relative to the report) for every video that exists on disk."""
+EpisodeVideoLink = tuple[TaskResult, EpisodeResult, str]
+"""(task, episode, href relative to the report) of a video that exists on disk."""
+
+
+def video_episodes(run: RunResult) -> list[EpisodeVideoLink]:
     found = []
-    for episode in run.episodes:
-        href = video_href(episode.get("video_path"), run.output_dir)
-        if href is not None:
-            found.append((episode, href))
+    for task in run.tasks:
+        for episode in task.episodes:
+            href = video_href(episode.video_path, run.output_dir)
+            if href is not None:
+                found.append((task, episode, href))
     return found
 
 
-def video_href(video_path: str | None, output_dir: Path) -> str | None:
+def video_href(video_path: str | None, output_dir: Path | None) -> str | None:
     """The video's path relative to the output directory, URL-quoted; None if it is not there.
 
     eval_info.json stores paths as the run wrote them (absolute, or relative to the directory
     it was started from); the report must work wherever the output directory is opened or moved
     to, so the link is always relative, from the `videos/` folder on.
     """
-    if not video_path:
+    if not video_path or output_dir is None:
         return None
     path, root = Path(video_path), Path(output_dir)
     try:
@@ -264,7 +260,7 @@ def video_href(video_path: str | None, output_dir: Path) -> str | None:
     return quote(relative.as_posix()) if (root / relative).is_file() else None
 
 
-def _videos(run: RunResults) -> str:
+def _videos(videos: Sequence[EpisodeVideoLink]) -> Markup:
     figures = [
         el(
             "figure",
@@ -277,25 +273,25 @@ def _videos(run: RunResults) -> str:
                 width="240",
                 height="240",
             ),
-            el("figcaption", breakable(_episode_caption(episode))),
-            id=_video_id(episode),
+            el("figcaption", breakable(_episode_caption(task, episode))),
+            id=_video_id(task, episode),
         )
-        for episode, href in _video_episodes(run)
+        for task, episode, href in videos
     ]
     return el("div", *figures, class_="videos")
 
 
-def _episode_caption(episode: dict[str, Any]) -> str:
-    outcome = "success" if episode.get("success") else "failure"
-    return f"{episode.get('task', '')} \u00b7 episode {episode.get('episode_index')} \u00b7 seed {episode.get('seed')} \u00b7 {outcome}"
+def _episode_caption(task: TaskResult, episode: EpisodeResult) -> str:
+    outcome = "success" if episode.success else "failure"
+    return f"{task.task} \u00b7 episode {episode.episode_index} \u00b7 seed {episode.seed} \u00b7 {outcome}"
 
 
-def _video_id(episode: dict[str, Any]) -> str:
-    return f"video-{episode.get('task_group', '')}-{episode.get('task_id', 0)}-{episode.get('episode_index')}"
+def _video_id(task: TaskResult, episode: EpisodeResult) -> str:
+    return f"video-{task.group}-{task.task_id}-{episode.episode_index}"
 
 
-def _episode_table(run: RunResults) -> str:
-    show_init = any(e.get("init_state_index") is not None for e in run.episodes)
+def _episode_table(run: RunResult, videos: Sequence[EpisodeVideoLink]) -> Markup:
+    show_init = any(e.init_state_index is not None for e in run.episodes)
     columns = [
         ("Suite", KEY),
         ("Task", NAME),
@@ -310,38 +306,40 @@ def _episode_table(run: RunResults) -> str:
         ("Note", None),
         ("Video", None),
     ]
-    videos = {id(episode) for episode, _ in _video_episodes(run)}
-    rows = [_episode_row(e, show_init, id(e) in videos) for e in run.episodes]
+    with_video = {(task.key, episode.episode_index) for task, episode, _ in videos}
+    rows = [
+        _episode_row(task, episode, show_init, (task.key, episode.episode_index) in with_video)
+        for task in run.tasks
+        for episode in task.episodes
+    ]
     if not run.has_suites:
         columns, rows = columns[1:], [r[1:] for r in rows]
     table = _table(columns, rows, class_="episodes")
-    summary = el("summary", esc(f"{len(rows)} episodes"))
+    summary = el("summary", f"{len(rows)} episodes")
     is_open = "open" if len(rows) <= EPISODE_TABLE_OPEN_MAX_ROWS else None
     return el("details", summary, table, open=is_open)
 
 
-def _episode_row(episode: dict[str, Any], show_init: bool, has_video: bool) -> list[str]:
-    note = episode.get("failure_reason") or (
-        f"re-run {episode['retries']}x" if episode.get("retries") else ""
-    )
-    video = el("a", "play", href=f"#{_video_id(episode)}") if has_video else ""
+def _episode_row(task: TaskResult, episode: EpisodeResult, show_init: bool, has_video: bool) -> list[Any]:
+    note = episode.failure_reason or (f"re-run {episode.retries}x" if episode.retries else "")
+    video = el("a", "play", href=f"#{_video_id(task, episode)}") if has_video else ""
     return [
-        esc(episode.get("task_group", "")),
-        el("code", esc(episode.get("task", "")), title=episode.get("task", "")),
-        esc(episode.get("episode_index")),
-        esc(episode.get("seed")),
-        *([esc(_or_dash(episode.get("init_state_index")))] if show_init else []),
-        _yes_no(episode.get("success")),
-        _yes_no(episode.get("success_at_end")),
-        esc(episode.get("n_steps")),
-        esc(fmt_num(episode.get("sum_reward"), 2)),
-        esc(fmt_num(episode.get("wall_s"), 1)),
-        esc(note),
+        task.group,
+        el("code", task.task, title=task.task),
+        episode.episode_index,
+        _or_dash(episode.seed),
+        *([_or_dash(episode.init_state_index)] if show_init else []),
+        _yes_no(episode.success),
+        _yes_no(episode.success_at_end),
+        _or_dash(episode.n_steps),
+        fmt_num(_finite_or_none(episode.sum_reward), 2),
+        fmt_num(episode.wall_s, 1),
+        note,
         video,
     ]
 
 
-def _yes_no(value: Any) -> str:
+def _yes_no(value: Any) -> Markup:
     return el("span", "yes", class_="yes") if value else el("span", "no", class_="no")
 
 
@@ -349,10 +347,14 @@ def _or_dash(value: Any) -> Any:
     return DASH if value is None else value
 
 
-def _provenance(run: RunResults) -> str:
+def _finite_or_none(value: float) -> float | None:
+    return value if value == value and value not in (float("inf"), float("-inf")) else None
+
+
+def _provenance(run: RunResult) -> Markup:
     prov = run.provenance
     if not prov:
-        return el("p", esc("Not recorded (this eval_info.json predates provenance)."))
+        return el("p", "Not recorded (this eval_info.json predates provenance).")
     host, git = prov.get("host") or {}, prov.get("git")
     facts = [
         ("Started", prov.get("started_at")),
@@ -372,40 +374,39 @@ def _provenance(run: RunResults) -> str:
             else "not a git checkout",
         ),
     ]
-    rows = "".join(el("tr", el("th", esc(k)), el("td", esc(v))) for k, v in facts if v is not None)
-    parts = [el("table", el("tbody", rows), class_="facts")]
+    rows = [el("tr", el("th", k), el("td", v)) for k, v in facts if v is not None]
+    parts = [el("table", el("tbody", *rows), class_="facts")]
     if prov.get("command"):
-        parts += [el("h3", "Reproduce"), el("pre", esc(prov["command"]))]
+        parts += [el("h3", "Reproduce"), el("pre", prov["command"])]
     if prov.get("config"):
         config = json.dumps(prov["config"], indent=2)
-        parts.append(el("details", el("summary", "Resolved config"), el("pre", esc(config))))
-    return "".join(parts)
+        parts.append(el("details", el("summary", "Resolved config"), el("pre", config)))
+    return concat(*parts)
 
 
 # -- comparison ------------------------------------------------------------------------------
 
 
-def _runs_table(runs: Sequence[RunResults], labels: Sequence[str], output_dir: Path) -> str:
+def _runs_table(runs: Sequence[RunResult], labels: Sequence[str], output_dir: Path) -> Markup:
     rows = []
     for run, label, color in zip(runs, labels, SERIES_COLORS * 10, strict=False):
-        report = run.output_dir / "report.html"
+        report = Path(run.output_dir or ".") / "report.html"
         link = (
-            el("a", esc(run.output_dir), href=quote(os.path.relpath(report, output_dir)))
+            el("a", str(run.output_dir), href=quote(os.path.relpath(report, output_dir)))
             if report.is_file()
-            else esc(run.output_dir)
+            else str(run.output_dir)
         )
-        swatch = el("span", "", class_="swatch", style=f"background:{color}")
         env = (run.config.get("env") or {}).get("task", DASH)
-        rows.append([swatch + esc(label), esc(run.title()), esc(env), link, *_rate_cells(run.overall)])
+        rows.append([concat(swatch(color), label), run.title(), env, link, *_rate_cells(run.overall)])
     return _table([("Run", KEY), ("What", None), ("Tasks", None), ("Output", None), *RATE_COLUMNS], rows)
 
 
-def _comparison_table(runs: Sequence[RunResults], labels: Sequence[str]) -> str:
-    rates = [task_rates(run) for run in runs]
+def _comparison_table(runs: Sequence[RunResult], labels: Sequence[str]) -> Markup:
+    summaries = [task_summaries(run) for run in runs]
     rows = [
         [
             el("code", breakable(task if group == task else f"{group} / {task}")),
-            *(_rate_with_ci(r.get((group, task))) for r in rates),
+            *(_rate_with_ci(s.get((group, task))) for s in summaries),
         ]
         for group, task in compared_tasks(runs)
     ]
@@ -413,195 +414,8 @@ def _comparison_table(runs: Sequence[RunResults], labels: Sequence[str]) -> str:
     return _table([("Task", None), *((label, NUM) for label in labels)], rows)
 
 
-def _rate_with_ci(rate: Rate | None) -> str:
+def _rate_with_ci(rate: Summary | None) -> Markup | str:
     if rate is None or rate.pc_success is None:
         return DASH
-    ci = el("span", esc(f" [{fmt_ci(rate.pc_success_ci95)}] n={rate.n_episodes}"), class_="ci")
-    return el("strong", esc(fmt_pc(rate.pc_success))) + ci
-
-
-# -- chart -----------------------------------------------------------------------------------
-
-CHART_WIDTH = 960
-LABEL_WIDTH = 300
-PLOT_RIGHT = 890
-BAR_HEIGHT = 14
-ROW_GAP = 8
-GROUP_HEADER_HEIGHT = 24
-AXIS_HEIGHT = 22
-LABEL_MAX_CHARS = 38  # 12px monospace labels: 38 characters fill the label column
-
-
-def _chart_legend_note() -> str:
-    return el("p", esc("Bars: success rate. Whiskers: 95% Wilson confidence interval."), class_="note")
-
-
-def success_chart(runs: Sequence[RunResults], labels: Sequence[str]) -> str:
-    """Horizontal bars, one row per task (one bar per run), suites as headed blocks."""
-    keys = compared_tasks(runs)
-    if not keys:
-        return el("p", esc("No episode finished."))
-    show_groups = any(run.has_suites for run in runs)
-    rates = [task_rates(run) for run in runs]
-    row_height = BAR_HEIGHT * len(runs) + ROW_GAP
-    shapes, y, group = [], AXIS_HEIGHT, None
-    for key in keys:
-        if show_groups and key[0] != group:
-            group = key[0]
-            shapes.append(_svg_text(8, y + 17, group, class_="group"))
-            y += GROUP_HEADER_HEIGHT
-        shapes.append(_task_row(key[1], [r.get(key) for r in rates], labels, y, row_height))
-        y += row_height
-    height = y + AXIS_HEIGHT
-    legend = _legend(labels) if len(runs) > 1 else ""
-    svg = el(
-        "svg",
-        _axis(height),
-        *shapes,
-        xmlns="http://www.w3.org/2000/svg",
-        viewBox=f"0 0 {CHART_WIDTH} {height}",
-        width=str(CHART_WIDTH),
-        height=str(height),
-        role="img",
-        class_="chart",
-    )
-    return legend + svg
-
-
-def _task_row(task: str, rates: Sequence[Rate | None], labels: Sequence[str], y: float, height: float) -> str:
-    label = task if len(task) <= LABEL_MAX_CHARS else task[: LABEL_MAX_CHARS - 1] + "\u2026"
-    parts = [_svg_text(LABEL_WIDTH - 8, y + height / 2 + 4, label, text_anchor="end", class_="task")]
-    for i, (rate, name) in enumerate(zip(rates, labels, strict=True)):
-        top = y + ROW_GAP / 2 + i * BAR_HEIGHT
-        parts.append(_bar(rate, task, name, top, SERIES_COLORS[i % len(SERIES_COLORS)]))
-    return el("g", el("title", esc(task)), *parts)
-
-
-def _bar(rate: Rate | None, task: str, run_label: str, top: float, color: str) -> str:
-    mid = top + BAR_HEIGHT / 2
-    if rate is None or rate.pc_success is None:
-        return _svg_text(_x(0) + 4, mid + 4, "not run", class_="missing")
-    tip = f"{task} ({run_label}): {fmt_pc(rate.pc_success)}% success, 95% CI {fmt_ci(rate.pc_success_ci95)}%, {rate.n_episodes} episodes"
-    bar_width = max(_x(rate.pc_success) - _x(0), 0.5)
-    parts = [
-        el(
-            "rect",
-            el("title", esc(tip)),
-            x=_n(_x(0)),
-            y=_n(top + 1),
-            width=_n(bar_width),
-            height=_n(BAR_HEIGHT - 2),
-            fill=color,
-            fill_opacity="0.85",
-        )
-    ]
-    end = _x(rate.pc_success)
-    if rate.pc_success_ci95:
-        low, high = (_x(v) for v in rate.pc_success_ci95)
-        parts.append(_whisker(low, high, mid))
-        end = max(end, high)
-    parts.append(_svg_text(end + 5, mid + 4, f"{fmt_pc(rate.pc_success)}%", class_="value"))
-    return "".join(parts)
-
-
-def _whisker(low: float, high: float, mid: float) -> str:
-    cap = BAR_HEIGHT / 2 - 2
-    lines = [(low, mid, high, mid), (low, mid - cap, low, mid + cap), (high, mid - cap, high, mid + cap)]
-    return "".join(el("line", x1=_n(a), y1=_n(b), x2=_n(c), y2=_n(d), class_="ci") for a, b, c, d in lines)
-
-
-def _axis(height: float) -> str:
-    parts = []
-    for pc in (0, 25, 50, 75, 100):
-        x = _x(pc)
-        parts.append(
-            el(
-                "line",
-                x1=_n(x),
-                y1=_n(AXIS_HEIGHT - 4),
-                x2=_n(x),
-                y2=_n(height - AXIS_HEIGHT + 4),
-                class_="grid",
-            )
-        )
-        parts.append(_svg_text(x, AXIS_HEIGHT - 8, f"{pc}%", text_anchor="middle", class_="axis"))
-        parts.append(_svg_text(x, height - 6, f"{pc}%", text_anchor="middle", class_="axis"))
-    return el("g", *parts)
-
-
-def _legend(labels: Sequence[str]) -> str:
-    items = [
-        el(
-            "span",
-            el("span", "", class_="swatch", style=f"background:{SERIES_COLORS[i % len(SERIES_COLORS)]}"),
-            esc(label),
-            class_="legend-item",
-        )
-        for i, label in enumerate(labels)
-    ]
-    return el("p", *items, class_="legend")
-
-
-def _svg_text(x: float, y: float, text: str, **attrs: Any) -> str:
-    return el("text", esc(text), x=_n(x), y=_n(y), **attrs)
-
-
-def _x(pc: float) -> float:
-    return LABEL_WIDTH + (PLOT_RIGHT - LABEL_WIDTH) * max(0.0, min(100.0, pc)) / 100
-
-
-def _n(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".")
-
-
-CSS = """
-:root { color-scheme: light; --ink: #1f2328; --muted: #656d76; --line: #d8dee4; --soft: #f6f8fa; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: #fff; }
-main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; }
-h1 { font-size: 24px; margin: 0 0 4px; }
-h2 { font-size: 18px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
-h3 { font-size: 14px; margin: 18px 0 6px; }
-.sub, .note { color: var(--muted); margin: 0 0 8px; }
-.banner { background: #fff4e5; border: 1px solid #f0b357; padding: 10px 14px; border-radius: 6px; font-weight: 600; }
-.cards { display: flex; flex-wrap: wrap; gap: 12px; margin-top: 18px; }
-.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 16px; min-width: 150px; background: var(--soft); }
-.card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
-.card .value { font-size: 22px; font-weight: 650; font-variant-numeric: tabular-nums; }
-.card .detail { color: var(--muted); font-size: 12px; }
-.card.big { background: #eef4fc; border-color: #b6cdee; }
-.card.big .value { font-size: 34px; color: #1d4f91; }
-.card.warn { background: #fdf0f0; border-color: #e7b3b3; }
-table { border-collapse: collapse; width: 100%; margin: 6px 0; }
-th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
-th { background: var(--soft); font-weight: 600; white-space: nowrap; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.key { white-space: nowrap; }
-td.name { max-width: 260px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-td.task { min-width: 160px; }
-td.text { overflow-wrap: anywhere; }
-.scroll { overflow-x: auto; }
-tbody tr:nth-child(even) td { background: #fbfcfd; }
-table.facts th { width: 260px; }
-table.episodes { font-size: 13px; }
-code { font: 12.5px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-pre { background: var(--soft); border: 1px solid var(--line); border-radius: 6px; padding: 10px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
-.yes { color: #1a7f37; font-weight: 600; }
-.no { color: #b3261e; }
-.ci { color: var(--muted); }
-summary { cursor: pointer; color: var(--muted); margin: 4px 0; }
-.videos { display: flex; flex-wrap: wrap; gap: 14px; }
-figure { margin: 0; width: 240px; }
-figure video { width: 240px; height: 240px; background: #000; border-radius: 6px; display: block; }
-figcaption { font-size: 12px; color: var(--muted); margin-top: 4px; }
-svg.chart { width: 100%; height: auto; max-width: 960px; }
-svg .grid { stroke: #e3e7eb; stroke-width: 1; }
-svg .axis { fill: var(--muted); font-size: 11px; }
-svg .task { fill: var(--ink); font-size: 12px; font-family: ui-monospace, Menlo, Consolas, monospace; }
-svg .group { fill: var(--ink); font-size: 13px; font-weight: 650; }
-svg .value { fill: var(--ink); font-size: 11px; }
-svg .missing { fill: var(--muted); font-size: 11px; font-style: italic; }
-svg line.ci { stroke: #1f2328; stroke-width: 1.4; }
-.legend { display: flex; gap: 18px; flex-wrap: wrap; }
-.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
-"""
+    ci = el("span", f" [{fmt_ci(rate.pc_success_ci95)}] n={rate.n_episodes}", class_="ci")
+    return concat(el("strong", fmt_pc(rate.pc_success)), ci)

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lerobot.evaluation.run_results import (
-    Rate,
-    RunResults,
-    comparability_warning,
-    compared_tasks,
-    task_rates,
-)
+from lerobot.evaluation.comparison import comparability_warning, compared_tasks, task_summaries
+from lerobot.evaluation.results import RunResult, Summary
 
 DASH = "\u2013"  # en dash, for ranges and missing values in HTML and markdown
 
@@ -21,7 +16,7 @@ DASH = "\u2013"  # en dash, for ranges and missing values in HTML and markdown
 RATE_HEADER = ["Episodes", "Success %", "95% CI", "Success at end %", "Avg. steps"]
 
 
-def render_summary(run: RunResults) -> str:
+def render_summary(run: RunResult) -> str:
     """A short markdown table to paste into a paper draft or a pull request.
 
     Benchmarks with suites (LIBERO) are reported per suite in papers: then the suite table
@@ -38,23 +33,23 @@ def render_summary(run: RunResults) -> str:
     return "\n".join([*lines, settings_sentence(run), ""])
 
 
-def _suite_table(run: RunResults) -> list[str]:
+def _suite_table(run: RunResult) -> list[str]:
     rows = [[group, *_rate_cells(rate)] for group, rate in run.groups.items()]
     rows.append(["**Overall**", *_rate_cells(run.overall, bold=True)])
     return markdown_table(["Suite", *RATE_HEADER], rows, n_text_columns=1)
 
 
-def _summary_task_table(run: RunResults) -> list[str]:
+def _summary_task_table(run: RunResult) -> list[str]:
     suite = run.has_suites
     header = (["Suite"] if suite else []) + ["Task", *RATE_HEADER]
-    rows = [([row.group] if suite else []) + [row.task, *_rate_cells(row.rate)] for row in run.tasks]
+    rows = [([task.group] if suite else []) + [task.task, *_rate_cells(task.summary)] for task in run.tasks]
     rows.append(([""] if suite else []) + ["**Overall**", *_rate_cells(run.overall, bold=True)])
     return markdown_table(header, rows, n_text_columns=2 if suite else 1)
 
 
-def render_comparison_summary(runs: Sequence[RunResults], labels: Sequence[str]) -> str:
+def render_comparison_summary(runs: Sequence[RunResult], labels: Sequence[str]) -> str:
     """Markdown: one row per task, one 'success % (95% CI)' column per run."""
-    rates = [task_rates(run) for run in runs]
+    rates = [task_summaries(run) for run in runs]
     rows = [
         [f"{group} / {task}" if group != task else task] + [_pc_with_ci(r.get((group, task))) for r in rates]
         for group, task in compared_tasks(runs)
@@ -67,7 +62,7 @@ def render_comparison_summary(runs: Sequence[RunResults], labels: Sequence[str])
     return "\n".join(["## Comparison", "", *table, "", caption, "", *notes, ""])
 
 
-def settings_sentence(run: RunResults) -> str:
+def settings_sentence(run: RunResult) -> str:
     """One line of the settings a reader needs to judge or reproduce the numbers."""
     cfg = run.config
     env, policy, ev = cfg.get("env") or {}, cfg.get("policy") or {}, cfg.get("eval") or {}
@@ -98,10 +93,10 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], n_text_
 # -- console table ---------------------------------------------------------------------------
 
 
-def render_task_table(run: RunResults) -> str:
+def render_task_table(run: RunResult) -> str:
     """Plain-text per-task table for the log, ending with the overall row."""
     header = ["suite", "task", "episodes", "success %", "95% CI", "at end %", "avg steps"]
-    rows = [[row.group, row.task, *_rate_cells(row.rate, plain=True)] for row in run.tasks]
+    rows = [[task.group, task.task, *_rate_cells(task.summary, plain=True)] for task in run.tasks]
     rows.append(["overall", "", *_rate_cells(run.overall, plain=True)])
     if not run.has_suites:  # every suite is its own task: one name column is enough
         header, rows = header[1:], [[r[1] or r[0], *r[2:]] for r in rows]
@@ -149,7 +144,7 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def _rate_cells(rate: Rate, bold: bool = False, plain: bool = False) -> list[str]:
+def _rate_cells(rate: Summary, bold: bool = False, plain: bool = False) -> list[str]:
     """Episodes, success, interval, success at end, length; `plain` ASCII for logs."""
     dash = "-" if plain else DASH
     success = fmt_pc(rate.pc_success, dash)
@@ -162,7 +157,7 @@ def _rate_cells(rate: Rate, bold: bool = False, plain: bool = False) -> list[str
     ]
 
 
-def _pc_with_ci(rate: Rate | None) -> str:
+def _pc_with_ci(rate: Summary | None) -> str:
     if rate is None or rate.pc_success is None:
         return DASH
     return f"{fmt_pc(rate.pc_success)} ({fmt_ci(rate.pc_success_ci95)}), n={rate.n_episodes}"

@@ -16,8 +16,8 @@ import draccus
 
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.evaluation.journal import JOURNAL_FILENAME
-from lerobot.evaluation.metrics import write_json_atomic
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.io import write_json_atomic
 
 RUN_CONFIG_FILENAME = "run_config.json"
 # Dotted keys whose change cannot alter an episode's outcome.

@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +22,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, SlotFailure, StepResult, stack_observations
-from lerobot.evaluation.video import EpisodeVideo
+from lerobot.configs.env import TaskSpec
+from lerobot.configs.eval import EvalConfig
+from lerobot.envs.vector import LazyVectorEnv, SlotFailure, StepResult, stack_observations
+from lerobot.evaluation.results import EpisodeResult
 from lerobot.policies.pretrained import PreTrainedPolicy
-from lerobot.processor.observation import observation_to_batch, task_strings
+from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ENV_TASK, TASK
 from lerobot.utils.device import policy_device
+from lerobot.utils.video import EpisodeVideo
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_FPS = 30
+"""Video frame rate of an env that states none."""
 
 BatchHook = Callable[[dict[str, Any]], dict[str, Any]]
 ActionHook = Callable[[torch.Tensor], torch.Tensor]
@@ -40,59 +46,82 @@ chosen from (one env's, unbatched) and that action, before the env steps. Step 0
 
 
 @dataclass(frozen=True)
-class EpisodeResult:
-    """What one finished episode produced."""
+class RolloutHooks:
+    """What the caller wants to hear while episodes run."""
 
-    episode_index: int
-    seed: int
-    success: bool
-    """Succeeded at any step before the episode ended."""
-    success_at_end: bool
-    """Succeeded at the last step."""
-    sum_reward: float
-    max_reward: float
-    n_steps: int
-    wall_s: float
-    video_path: str | None = None
-    retries: int = 0
-    """How many times the episode was re-run from its start after its env crashed or hung."""
-    failure_reason: str | None = None
-    """Set when every attempt failed; the episode then counts as unsuccessful."""
-    init_state_index: int | None = None
-    """Which of the task's fixed initial states the episode started from (LIBERO), as the env
-    reported it in its reset info."""
-
-
-@dataclass
-class RolloutSettings:
-    """How to run the episodes of one task."""
-
-    n_episodes: int
-    start_seed: int = 0
-    episode_indices: Sequence[int] | None = None
-    """Run only these episodes (e.g. the ones a resumed run is missing); default all."""
-    max_episodes_rendered: int = 0
-    videos_dir: Path | None = None
-    fps: int = 30
-    continuous_batching: bool = True
-    use_amp: bool = False
-    max_episode_retries: int = 2
-    rename_map: dict[str, str] = field(default_factory=dict)
-    preprocessor: BatchHook | None = None
-    postprocessor: ActionHook | None = None
     on_episode_end: Callable[[EpisodeResult], None] | None = None
     on_step: StepHook | None = None
     """Called for every active slot once its action is known (recording demonstrations)."""
 
-    shard: tuple[int, int] | None = None
-    """(i, n): only episodes e with e % n == i."""
 
-    def pending_episodes(self) -> list[int]:
-        indices = range(self.n_episodes) if self.episode_indices is None else self.episode_indices
-        if self.shard is not None:
-            index, count = self.shard
-            indices = [e for e in indices if e % count == index]
-        return sorted(indices)
+@dataclass(frozen=True)
+class RolloutSettings:
+    """How episodes run: the same for every task of a run, on every backend."""
+
+    start_seed: int = 0
+    """Episode e starts from seed start_seed + e."""
+    max_episodes_rendered: int = 0
+    """Episodes 0..N-1 of each task get a video."""
+    videos_dir: Path | None = None
+    """The run's video folder; each task writes into its own subfolder (`videos_dir_for`)."""
+    continuous_batching: bool = True
+    use_amp: bool = False
+    max_episode_retries: int = 2
+    rename_map: Mapping[str, str] = field(default_factory=dict)
+    preprocessor: BatchHook | None = None
+    postprocessor: ActionHook | None = None
+
+    @classmethod
+    def from_config(
+        cls,
+        eval_cfg: EvalConfig,
+        seed: int,
+        *,
+        use_amp: bool = False,
+        rename_map: Mapping[str, str] | None = None,
+        videos_dir: Path | None = None,
+        preprocessor: BatchHook | None = None,
+        postprocessor: ActionHook | None = None,
+    ) -> RolloutSettings:
+        """The settings `--eval.*` (and `--seed`, `--policy.use_amp`, `--rename_map`) describe."""
+        return cls(
+            start_seed=seed,
+            max_episodes_rendered=eval_cfg.max_episodes_rendered,
+            videos_dir=Path(videos_dir) if videos_dir is not None else None,
+            continuous_batching=eval_cfg.continuous_batching,
+            use_amp=use_amp,
+            max_episode_retries=eval_cfg.max_episode_retries,
+            rename_map=dict(rename_map or {}),
+            preprocessor=preprocessor,
+            postprocessor=postprocessor,
+        )
+
+    def videos_dir_for(self, task: TaskSpec) -> Path | None:
+        """Where a task's videos go: `<videos_dir>/<group>_<task_id>/` (a task without a group,
+        as LeRobot's single-env `eval_policy` runs it, writes straight into `videos_dir`)."""
+        if self.videos_dir is None:
+            return None
+        return self.videos_dir / task.video_folder if task.group else self.videos_dir
+
+
+def task_of_env(env: Any) -> TaskSpec:
+    """The task a vector env runs: the one it was built for, else what its metadata says.
+
+    Envs built by `lerobot.envs.factory` carry their `TaskSpec`; for any other vector env the
+    name, description and fps come from `metadata` (as LeRobot's env factory fills it), with no
+    call into its workers.
+    """
+    task = getattr(env, "task", None)
+    if isinstance(task, TaskSpec):
+        return task
+    metadata = getattr(env, "metadata", None) or {}
+    return TaskSpec(
+        group="",
+        task_id=0,
+        name=str(metadata.get("task", "")),
+        description=str(metadata.get("task_description", "")),
+        fps=int(metadata.get("render_fps") or DEFAULT_FPS),
+    )
 
 
 @dataclass
@@ -141,17 +170,13 @@ class _RunningEpisode:
     def abandon(self, reason: str) -> EpisodeResult:
         """The result of an episode whose every attempt failed: unsuccessful, with the reason."""
         self.discard_video()
-        return EpisodeResult(
-            episode_index=self.index,
-            seed=self.seed,
-            success=False,
-            success_at_end=False,
-            sum_reward=0.0,
-            max_reward=0.0,
+        return EpisodeResult.failed(
+            self.index,
+            self.seed,
+            reason,
+            self.retries,
             n_steps=self.n_steps,
             wall_s=time.perf_counter() - self.started_at,
-            retries=self.retries,
-            failure_reason=reason,
             init_state_index=self.init_state_index,
         )
 
@@ -163,17 +188,36 @@ class _RunningEpisode:
 
 
 def run_episodes(
-    env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings
+    env: LazyVectorEnv,
+    policy: PreTrainedPolicy,
+    episodes: Iterable[int],
+    settings: RolloutSettings,
+    task: TaskSpec | None = None,
+    hooks: RolloutHooks | None = None,
 ) -> list[EpisodeResult]:
-    """Run the episodes of one task on `env`; results sorted by episode index."""
-    return _RolloutLoop(env, policy, settings).run()
+    """Run `episodes` (indices) of one task on `env`; results sorted by episode index.
+
+    `task` names the task for the policy (its description) and the videos (folder, fps);
+    default: the env's own (`task_of_env`).
+    """
+    task = task if task is not None else task_of_env(env)
+    return _RolloutLoop(env, policy, sorted(episodes), settings, task, hooks or RolloutHooks()).run()
 
 
 class _RolloutLoop:
-    def __init__(self, env: LazyVectorEnv, policy: PreTrainedPolicy, settings: RolloutSettings):
-        self.env, self.policy, self.settings = env, policy, settings
+    def __init__(
+        self,
+        env: LazyVectorEnv,
+        policy: PreTrainedPolicy,
+        episodes: Sequence[int],
+        settings: RolloutSettings,
+        task: TaskSpec,
+        hooks: RolloutHooks,
+    ):
+        self.env, self.policy, self.settings, self.task, self.hooks = env, policy, settings, task, hooks
+        self.videos_dir = settings.videos_dir_for(task)
         self.device = policy_device(policy)
-        self.pending = deque(settings.pending_episodes())
+        self.pending = deque(episodes)
         self.retries: dict[int, int] = {}
         self.slots: list[_RunningEpisode | None] = [None] * env.num_envs
         self.observations: list[Any] = [None] * env.num_envs
@@ -184,10 +228,8 @@ class _RolloutLoop:
     def run(self) -> list[EpisodeResult]:
         if not self.pending:
             return []
-        self.descriptions = task_strings(
-            _call_or_none(self.env, "task_description", "task"), self.env.num_envs
-        )
-        self.env_tasks = task_strings(_call_or_none(self.env, "task"), self.env.num_envs)
+        self.descriptions = [self.task.description] * self.env.num_envs
+        self.env_tasks = [self.task.name] * self.env.num_envs
         # One inference-mode scope for the whole loop rather than one per step: entering it
         # costs microseconds, which count against a state-only step of under a millisecond.
         with torch.inference_mode():
@@ -258,7 +300,7 @@ class _RolloutLoop:
 
     def _open_videos(self, env_ids: Sequence[int]) -> None:
         """Start the videos of episodes that are recorded, with the first frame after reset."""
-        if self.settings.videos_dir is None:
+        if self.videos_dir is None:
             return
         recorded = [i for i in env_ids if self.slots[i].index < self.settings.max_episodes_rendered]
         if not recorded:
@@ -268,8 +310,8 @@ class _RolloutLoop:
             if isinstance(frame, SlotFailure):
                 self._handle_failure(env_id, frame.describe("render"))
                 continue
-            path = Path(self.settings.videos_dir) / f"eval_episode_{self.slots[env_id].index}.mp4"
-            self.slots[env_id].video = EpisodeVideo(path, self.settings.fps)
+            path = self.videos_dir / f"eval_episode_{self.slots[env_id].index}.mp4"
+            self.slots[env_id].video = EpisodeVideo(path, self.task.fps)
             self.slots[env_id].video.add(frame)
 
     def _select_actions(self, active: Sequence[int]) -> np.ndarray:
@@ -296,11 +338,11 @@ class _RolloutLoop:
         return actions
 
     def _report_steps(self, active: Sequence[int], actions: np.ndarray) -> None:
-        if self.settings.on_step is None:
+        if self.hooks.on_step is None:
             return
         for env_id in active:
             episode = self.slots[env_id]
-            self.settings.on_step(
+            self.hooks.on_step(
                 env_id, episode.index, self.observations[env_id], actions[env_id], episode.n_steps
             )
 
@@ -343,15 +385,5 @@ class _RolloutLoop:
     def _finish(self, env_id: int, result: EpisodeResult) -> None:
         self.results.append(result)
         self.slots[env_id] = None
-        if self.settings.on_episode_end is not None:
-            self.settings.on_episode_end(result)
-
-
-def _call_or_none(env: LazyVectorEnv, *names: str) -> Sequence[Any] | None:
-    """The first attribute among `names` that the sub-envs have, read once per task."""
-    for name in names:
-        try:
-            return list(env.call(name))
-        except EnvWorkerError:  # the env does not define it; try the next name
-            continue
-    return None
+        if self.hooks.on_episode_end is not None:
+            self.hooks.on_episode_end(result)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
-from lerobot.envs.configs import EnvConfig
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.policy_processors import make_pre_post_processors
 from lerobot.utils.device import resolve_device
@@ -64,7 +64,8 @@ def _build(cfg: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy
 
 
 def _load_checkpoint(cfg: CheckpointPolicyConfig) -> PreTrainedPolicy:
-    from lerobot.policies.checkpoint import CheckpointError, load_weights
+    from lerobot.configs.checkpoint import CheckpointError
+    from lerobot.policies.checkpoint import load_weights
 
     if cfg.pretrained_path is None:
         raise CheckpointError(

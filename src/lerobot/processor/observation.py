@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -47,10 +47,3 @@ def images_to_tensor(images: np.ndarray) -> torch.Tensor:
     if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 images of shape (B, H, W, 3), got {images.dtype} {images.shape}")
     return torch.from_numpy(images).permute(0, 3, 1, 2).float().div_(255.0)
-
-
-def task_strings(descriptions: Sequence[Any] | None, n_rows: int) -> list[str]:
-    """Per-row instructions as plain strings ("" when the env has none)."""
-    if descriptions is None:
-        return [""] * n_rows
-    return [str(d) for d in descriptions]

@@ -24,15 +24,15 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 from torch import Tensor
 
-from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
-from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
-from lerobot.policies.checkpoint import (
+from lerobot.configs.checkpoint import (
     LEGACY_NORM_PREFIXES,
     POSTPROCESSOR_FILE,
     PREPROCESSOR_FILE,
     WEIGHTS_FILE,
     CheckpointError,
 )
+from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
+from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.processor.normalize import Normalizer
 
 logger = logging.getLogger(__name__)

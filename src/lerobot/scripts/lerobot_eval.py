@@ -18,7 +18,8 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import USAGE_EXIT_CODE
-from lerobot.evaluation.evaluate import eval_policy, eval_policy_all, evaluate
+from lerobot.evaluation.evaluate import evaluate
+from lerobot.evaluation.lerobot_compat import eval_policy, eval_policy_all
 from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
@@ -34,19 +35,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_EXIT_CODE
     try:
         with interrupts_as_exceptions():
-            info = evaluate(cfg)
+            run = evaluate(cfg)
     except ConfigError as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
     except Interrupted as exc:
         logger.error("stopped by %s; finished episodes are in %s", exc.signal_name, cfg.output_dir)
         return exc.exit_code
-    overall = info["overall"]
     logger.info(
         "overall success %.1f%% over %d episodes in %.1fs; results in %s",
-        overall["pc_success"] or 0.0,
-        overall["n_episodes"],
-        overall["eval_s"],
+        100 * run.overall.success_rate,
+        run.overall.n_episodes,
+        run.overall.eval_s,
         cfg.output_dir,
     )
     return 0

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import lerobot.envs  # noqa: F401  (registers --env.type values, needed to read run configs)
-import lerobot.policies  # noqa: F401
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.evaluation.merge import merge_runs
 from lerobot.utils.errors import ConfigError
@@ -28,15 +27,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output_dir", type=Path, required=True, help="where the merged results go")
     args = parser.parse_args(argv)
     try:
-        info = merge_runs(args.run_dirs, args.output_dir)
+        run = merge_runs(args.run_dirs, args.output_dir)
     except ConfigError as exc:
         sys.stderr.write(f"lerobot-eval-merge: {exc}\n")
         return USAGE_EXIT_CODE
-    missing = info["missing_episodes"]
+    missing = run.missing_episodes
     logger.info(
         "merged %d episodes: %.1f%% success%s",
-        info["overall"]["n_episodes"],
-        info["overall"]["pc_success"] or 0.0,
+        run.overall.n_episodes,
+        run.overall.pc_success or 0.0,
         f"; {len(missing)} episodes missing (see missing_episodes)" if missing else "",
     )
     return 0 if not missing else 1

@@ -22,7 +22,7 @@ from typing import NoReturn
 
 from lerobot.configs.parser import USAGE_EXIT_CODE, CliError
 from lerobot.evaluation.report import write_comparison, write_report
-from lerobot.evaluation.run_results import UnreadableResultsError, load_run
+from lerobot.evaluation.results import UnreadableResultsError, load_run
 from lerobot.utils.logging_utils import init_logging
 
 PROG = "lerobot-eval-report"

@@ -16,7 +16,7 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.record import RecordSimConfig
-from lerobot.datasets.record_sim import record_sim
+from lerobot.evaluation.recording import record_sim
 from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import ConfigError
 

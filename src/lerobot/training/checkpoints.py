@@ -24,9 +24,9 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
+from lerobot.configs.checkpoint import CONFIG_FILE, POSTPROCESSOR_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.types import PolicyFeature
-from lerobot.policies.checkpoint import CONFIG_FILE, POSTPROCESSOR_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE
 from lerobot.utils.constants import ACTION
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,9 @@
 """The training loop: sample windows, step AdamW, log, save, evaluate in the loop.
 
-In-loop evaluation runs exactly what `lerobot-eval` runs (`eval_policy_all` on fresh envs,
-same seeds), with the in-memory policy and processors; the envs are closed before training
-continues, so no simulator worker or GL context outlives an evaluation.
+In-loop evaluation runs exactly what `lerobot-eval` runs (the same run plan, runner and local
+backend on fresh envs, same seeds, same `--eval.*` settings, a hung worker replaced after
+`--eval.step_timeout_s`), with the in-memory policy and processors; the envs are closed before
+training continues, so no simulator worker or GL context outlives an evaluation.
 """
 
 from __future__ import annotations
@@ -21,9 +22,14 @@ from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.configs.types import FeatureType, NormalizationMode
 from lerobot.datasets.reader import EpisodeFrames, load_episodes
-from lerobot.envs.factory import make_env
-from lerobot.evaluation.evaluate import close_envs, eval_policy_all
-from lerobot.evaluation.metrics import write_eval_info
+from lerobot.envs.factory import make_task_env
+from lerobot.evaluation.backend import LocalBackend
+from lerobot.evaluation.journal import EpisodeJournal
+from lerobot.evaluation.plan import RunPlan
+from lerobot.evaluation.report import write_report
+from lerobot.evaluation.result_files import write_eval_info
+from lerobot.evaluation.rollout import RolloutSettings
+from lerobot.evaluation.runner import run_plan
 from lerobot.policies.checkpoint import load_weights
 from lerobot.policies.factory import policy_class
 from lerobot.policies.pretrained import PreTrainedPolicy
@@ -230,31 +236,33 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
     """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/."""
     out = Path(cfg.output_dir) / "eval" / f"step_{step}"
     preprocessor, postprocessor = trainee.processors()
-    envs = make_env(cfg.env, n_envs=cfg.eval.resolved_batch_size, use_async_envs=cfg.eval.resolved_use_async)
+    settings = RolloutSettings.from_config(
+        cfg.eval,
+        cfg.seed,
+        use_amp=cfg.policy.use_amp,
+        videos_dir=out / "videos",
+        preprocessor=preprocessor,
+        postprocessor=postprocessor,
+    )
+    n_envs, use_async = cfg.eval.resolved_batch_size, cfg.eval.resolved_use_async
+    backend = LocalBackend(
+        trainee.policy,
+        settings,
+        lambda task: make_task_env(cfg.env, task, n_envs, use_async, cfg.eval.step_timeout_s),
+    )
+    journal = EpisodeJournal(out)
+    journal.path.unlink(missing_ok=True)  # a resumed training redoes this step's evaluation
+    journal.entries.clear()
     trainee.policy.eval()
     try:
-        info = eval_policy_all(
-            envs,
-            trainee.policy,
-            preprocessor=preprocessor,
-            postprocessor=postprocessor,
-            n_episodes=cfg.eval.n_episodes,
-            max_episodes_rendered=cfg.eval.max_episodes_rendered,
-            videos_dir=out / "videos",
-            start_seed=cfg.seed,
-            max_episode_retries=cfg.eval.max_episode_retries,
-        )
+        run = run_plan(RunPlan.from_config(cfg.env.tasks(), cfg.eval), backend, journal)
     finally:
-        close_envs(envs)
         trainee.policy.train()
-    write_eval_info(info, out)
-    success = info["overall"]["pc_success"] or 0.0
+    write_eval_info(run, out)
+    write_report(out, run)
+    success = 100 * run.overall.success_rate
     logger.info(
-        "step %d: eval success %.1f%% over %d episodes (%s)",
-        step,
-        success,
-        info["overall"]["n_episodes"],
-        out,
+        "step %d: eval success %.1f%% over %d episodes (%s)", step, success, run.overall.n_episodes, out
     )
     if wandb_run is not None:
         wandb_run.log({"eval/pc_success": success}, step=step)

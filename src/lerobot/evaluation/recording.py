@@ -1,7 +1,7 @@
 """Roll a policy out in simulation and record the episodes as a LeRobot dataset.
 
 The episodes run through the same rollout loop as `lerobot-eval` (same seeds, same
-observation-to-batch mapping); the loop's per-step hook feeds the recorder.
+observation-to-batch mapping); the loop's per-step hook feeds the dataset recorder.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from lerobot.configs.record import RecordSimConfig
+from lerobot.configs.record import FileLimits, RecordSimConfig
 from lerobot.datasets.recorder import DatasetRecorder
-from lerobot.envs.factory import make_env
-from lerobot.evaluation.evaluate import close_envs
-from lerobot.evaluation.rollout import EpisodeResult, RolloutSettings, run_episodes
+from lerobot.envs.factory import make_task_env
+from lerobot.evaluation.results import EpisodeResult
+from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 
 logger = logging.getLogger(__name__)
@@ -23,13 +23,12 @@ def record_sim(cfg: RecordSimConfig) -> Path:
     """Run cfg.n_episodes episodes of the env's one task; write those kept under cfg.root."""
     policy = make_policy(cfg.policy, cfg.env)
     preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
-    envs = make_env(cfg.env, n_envs=min(cfg.batch_size, cfg.n_episodes), use_async_envs=cfg.batch_size > 1)
-    env = next(iter(next(iter(envs.values())).values()))
+    (task,) = cfg.env.tasks()
     recorder = DatasetRecorder(
         cfg.root,
-        fps=env.metadata.get("render_fps", cfg.env.fps),
-        task=env.metadata["task_description"],
-        limits=cfg.file_limits,
+        fps=task.fps,
+        task=task.description,
+        limits=FileLimits(cfg.chunks_size, cfg.data_files_size_in_mb, cfg.video_files_size_in_mb),
     )
 
     def on_episode_end(result: EpisodeResult) -> None:
@@ -43,19 +42,18 @@ def record_sim(cfg: RecordSimConfig) -> Path:
             "kept" if keep else "dropped",
         )
 
-    settings = RolloutSettings(
-        n_episodes=cfg.n_episodes,
-        start_seed=cfg.seed,
-        preprocessor=preprocessor,
-        postprocessor=postprocessor,
+    settings = RolloutSettings(start_seed=cfg.seed, preprocessor=preprocessor, postprocessor=postprocessor)
+    hooks = RolloutHooks(
         on_step=lambda _env_id, episode, observation, action, step: recorder.add_step(
             episode, observation, action, step
         ),
         on_episode_end=on_episode_end,
     )
+    n_envs = min(cfg.batch_size, cfg.n_episodes)
+    env = make_task_env(cfg.env, task, n_envs, use_async_envs=n_envs > 1)
     try:
-        run_episodes(env, policy, settings)
+        run_episodes(env, policy, range(cfg.n_episodes), settings, task, hooks)
     finally:
-        close_envs(envs)
+        env.close()
     logger.info("kept %d of %d episodes", recorder.n_episodes, cfg.n_episodes)
     return recorder.finish()

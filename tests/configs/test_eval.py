@@ -1,6 +1,6 @@
 import pytest
 
-from lerobot.configs.default import EvalConfig, auto_batch_size
+from lerobot.configs.eval import EvalConfig, auto_batch_size
 from lerobot.utils.errors import ConfigError
 
 

@@ -2,9 +2,8 @@ import math
 
 import pytest
 
-from lerobot.evaluation.metrics import TaskResult, build_eval_info
-from lerobot.evaluation.rollout import EpisodeResult
-from lerobot.evaluation.stats import Z_95, pc_wilson_interval, wilson_interval
+from lerobot.evaluation.intervals import Z_95, pc_wilson_interval, wilson_interval
+from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult
 
 
 def episodes(n_success: int, n: int) -> tuple[EpisodeResult, ...]:
@@ -76,7 +75,7 @@ def test_every_aggregate_of_eval_info_carries_its_interval():
         TaskResult("libero_spatial", 1, "b", "", episodes(10, 10), 1.0),
         TaskResult("libero_object", 0, "c", "", episodes(0, 10), 1.0),
     ]
-    info = build_eval_info(tasks, eval_s=3.0)
+    info = RunResult.of(tasks, eval_s=3.0).to_eval_info()
     blocks = [t["metrics"] for t in info["per_task"]] + list(info["per_group"].values())
     blocks += [info["overall"], info["aggregated"]]
     for block in blocks:

@@ -1,0 +1,188 @@
+"""LeRobot checkpoint directories: find them (disk or hub cache) and read their config.
+
+A checkpoint is a directory with `config.json` (a `type` field and the policy's settings),
+`model.safetensors` and, since LeRobot 0.4, `policy_preprocessor.json` /
+`policy_postprocessor.json` with their `.safetensors` statistics. Older checkpoints keep the
+statistics inside model.safetensors (`normalize_inputs.buffer_observation_state.mean`, ...).
+
+Only safetensors files are read: no pickle, and no code from a checkpoint is ever imported.
+Every problem a user can fix becomes a one-line `CheckpointError` naming `--policy.path`.
+Nothing here imports torch: the command line resolves `--policy.path` before anything starts.
+The weights are loaded by `lerobot.policies.checkpoint`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
+from lerobot.utils.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+PREPROCESSOR_FILE = "policy_preprocessor.json"
+POSTPROCESSOR_FILE = "policy_postprocessor.json"
+# What a snapshot download fetches: configs and safetensors, never pickles or code.
+HUB_PATTERNS = ["*.json", "*.safetensors"]
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+LEGACY_NORM_PREFIXES = ("normalize_inputs.", "normalize_targets.", "unnormalize_outputs.")
+# LeRobot policy types this build knows of but cannot run yet.
+NOT_YET_SUPPORTED = ("smolvla", "pi0", "pi05", "pi0_fast", "groot", "xvla", "wall_x", "tdmpc", "vqbet", "sac")
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+TRUTHY = {"1", "on", "yes", "true"}
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint that cannot be found, read or loaded; the message is one line."""
+
+
+def supported_types() -> list[str]:
+    """Policy types `--policy.path` can load: the registered checkpoint configs."""
+    return [
+        name
+        for name in PreTrainedConfig.get_known_choices()
+        if issubclass(PreTrainedConfig.get_choice_class(name), CheckpointPolicyConfig)
+    ]
+
+
+def resolve_checkpoint(path: str, revision: str | None = None) -> Path:
+    """The local directory of `--policy.path`: the directory itself, or the hub snapshot."""
+    local = Path(path).expanduser()
+    if local.exists():
+        if not local.is_dir():
+            raise CheckpointError(
+                f"--policy.path={path}: is a file; pass the checkpoint directory that holds {CONFIG_FILE}"
+            )
+        return local.resolve()
+    if not REPO_ID.match(path) or path.startswith((".", "~")):
+        raise CheckpointError(
+            f"--policy.path={path}: no such directory (and not a hub repo id like 'user/model')"
+        )
+    return _download(path, revision)
+
+
+def _download(repo_id: str, revision: str | None) -> Path:
+    """The snapshot of `repo_id` from the hub cache, fetched first unless offline."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    offline = hub_offline()
+    where = f"{repo_id}@{revision}" if revision else repo_id
+    try:
+        snapshot = snapshot_download(
+            repo_id,
+            revision=revision,
+            cache_dir=hub_cache_dir(),
+            allow_patterns=HUB_PATTERNS,
+            local_files_only=offline,
+        )
+    except RevisionNotFoundError:
+        raise CheckpointError(
+            f"--policy.revision={revision}: no such revision of {repo_id} on the hub"
+        ) from None
+    except (RepositoryNotFoundError, GatedRepoError):
+        raise CheckpointError(
+            f"--policy.path={repo_id}: no such local directory, and the hub has no accessible repo of that name"
+        ) from None
+    except LocalEntryNotFoundError:
+        reason = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
+        raise CheckpointError(
+            f"--policy.path={where}: {reason} and the checkpoint is not in the local cache "
+            f"({hub_cache_dir()}); download it once online or pass a local directory"
+        ) from None
+    except (HfHubHTTPError, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"--policy.path={where}: download failed: {first_line}") from None
+    return Path(snapshot)
+
+
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE as set now (huggingface_hub reads it once, at import)."""
+    from huggingface_hub import constants
+
+    value = os.environ.get("HF_HUB_OFFLINE")
+    return value.strip().lower() in TRUTHY if value is not None else bool(constants.HF_HUB_OFFLINE)
+
+
+def hub_cache_dir() -> str:
+    """HF_HUB_CACHE, else HF_HOME/hub, as set now; else huggingface_hub's default."""
+    from huggingface_hub import constants
+
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return str(Path(os.environ["HF_HOME"]) / "hub")
+    return str(constants.HF_HUB_CACHE)
+
+
+def read_checkpoint_config(directory: Path, flag: str) -> dict[str, Any]:
+    """config.json as a dict, after checking that its type is one this build runs."""
+    config_path = directory / CONFIG_FILE
+    if not config_path.is_file():
+        raise CheckpointError(
+            f"--policy.path={flag}: no {CONFIG_FILE} in {directory}; is this a LeRobot checkpoint?"
+        )
+    try:
+        config = json.loads(config_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"--policy.path={flag}: {CONFIG_FILE} is not valid JSON ({exc})") from None
+    if not isinstance(config, dict) or "type" not in config:
+        raise CheckpointError(f"--policy.path={flag}: {CONFIG_FILE} has no 'type' field (e.g. \"act\")")
+    check_policy_type(config["type"], flag)
+    if not isinstance(config.get("output_features"), dict) or "action" not in config["output_features"]:
+        raise CheckpointError(
+            f"--policy.path={flag}: {CONFIG_FILE} declares no 'action' in output_features (configs from "
+            "LeRobot before 0.1 list input_shapes instead; re-save the checkpoint with a current LeRobot)"
+        )
+    check_weights_file(directory, flag)
+    return config
+
+
+def check_policy_type(policy_type: Any, flag: str) -> None:
+    supported = supported_types()
+    if policy_type in supported:
+        return
+    later = [t for t in NOT_YET_SUPPORTED if t not in supported]
+    status = "is not yet supported" if policy_type in later else "is unknown"
+    raise CheckpointError(
+        f"--policy.path={flag}: policy type {policy_type!r} {status}; this build loads "
+        f"{', '.join(supported)} (not yet: {', '.join(later)})"
+    )
+
+
+def check_weights_file(directory: Path, flag: str) -> None:
+    if (directory / WEIGHTS_FILE).is_file():
+        return
+    pickles = sorted(p.name for p in directory.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    hint = f"; pickle files ({', '.join(pickles)}) are never loaded" if pickles else ""
+    raise CheckpointError(f"--policy.path={flag}: no {WEIGHTS_FILE} in {directory}{hint}")
+
+
+def config_fields(config_class: type, checkpoint_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config.json entries `config_class` knows; training-only settings are dropped.
+
+    The saved device is dropped too: evaluation picks the best device of this machine unless
+    `--policy.device` says otherwise.
+    """
+    known = set(config_class.__dataclass_fields__)
+    kept = {
+        k: v for k, v in checkpoint_config.items() if k in known and k not in ("device", "pretrained_path")
+    }
+    ignored = sorted(set(checkpoint_config) - set(kept) - {"type"})
+    if ignored:
+        logger.debug("config.json settings not used at evaluation: %s", ", ".join(ignored))
+    return kept

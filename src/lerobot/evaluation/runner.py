@@ -1,0 +1,132 @@
+"""Run a plan on a backend and collect its results, the same way for every backend.
+
+The runner is what every backend's episodes go through: each finished episode is appended to
+the journal (when there is one) before anything else happens, counted in the progress bar and,
+when its task is complete, summed up in one log line. `RunCollector.result()` turns what was
+collected into a `RunResult` at any time, so an interrupted run still reports what finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+
+from lerobot.configs.env import TaskSpec
+from lerobot.evaluation.backend import EvalBackend
+from lerobot.evaluation.journal import EpisodeJournal
+from lerobot.evaluation.plan import RunPlan, WorkUnit
+from lerobot.evaluation.progress import TaskProgress, task_progress
+from lerobot.evaluation.results import EpisodeResult, RunResult, TaskKey, TaskResult
+
+logger = logging.getLogger(__name__)
+
+
+def run_plan(plan: RunPlan, backend: EvalBackend, journal: EpisodeJournal | None = None) -> RunResult:
+    """Run `plan` on `backend`; the complete run's result."""
+    collector = RunCollector(plan, journal, backend.runs_tasks_in_order)
+    with collector.progress_bars():
+        backend.run(plan, collector)
+    return collector.result(complete=True)
+
+
+class RunCollector:
+    """The runner's side of `RunEvents`: journal, progress, per-task log lines, results."""
+
+    def __init__(self, plan: RunPlan, journal: EpisodeJournal | None, tasks_in_order: bool = True):
+        self.plan, self.journal, self.tasks_in_order = plan, journal, tasks_in_order
+        self.started = time.perf_counter()
+        self.episodes: dict[TaskKey, dict[int, EpisodeResult]] = {t.key: plan.done_of(t) for t in plan.tasks}
+        self.n_new = dict.fromkeys(self.episodes, 0)
+        self.eval_s = dict.fromkeys(self.episodes, 0.0)
+        self.remaining = {t.key: len(plan.pending_of(t)) for t in plan.tasks}
+        self._bars = contextlib.ExitStack()
+        self._bar: TaskProgress | None = None
+        self._bar_task: TaskKey | None = None
+
+    # -- RunEvents --------------------------------------------------------------------------
+
+    def unit_started(self, unit: WorkUnit) -> None:
+        if self.tasks_in_order and self._bar_task != unit.task_key:
+            self._open_bar(unit.task.label, [unit.task])
+            self._bar_task = unit.task_key
+
+    def episode_finished(self, task: TaskSpec, episode: EpisodeResult) -> None:
+        if self.journal is not None:
+            self.journal.append(task, episode)
+        self.episodes[task.key][episode.episode_index] = episode
+        self.n_new[task.key] += 1
+        self.remaining[task.key] -= 1
+        if self._bar is not None:
+            self._bar.update(episode)
+        _log_episode(task, episode)
+
+    def unit_finished(self, unit: WorkUnit, eval_s: float) -> None:
+        self.eval_s[unit.task_key] += eval_s
+        if self.remaining[unit.task_key] <= 0:
+            self._log_task(unit.task)
+
+    # -- results ----------------------------------------------------------------------------
+
+    def result(self, complete: bool) -> RunResult:
+        """The run so far. A complete run reports every task; a partial one the tasks with at
+        least one finished episode."""
+        tasks = [
+            TaskResult.of(task, self.episodes[task.key].values(), self.eval_s[task.key])
+            for task in self.plan.tasks
+            if complete or self.episodes[task.key]
+        ]
+        return RunResult.of(tasks, time.perf_counter() - self.started, complete=complete)
+
+    @property
+    def n_episodes(self) -> int:
+        return sum(len(by_index) for by_index in self.episodes.values())
+
+    # -- progress ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def progress_bars(self):
+        """Bars while the backend runs: one per task, or one for all when tasks run at once."""
+        with self._bars:
+            if not self.tasks_in_order:
+                self._open_bar(f"all tasks ({len(self.plan.tasks)})", self.plan.tasks)
+            yield self
+
+    def _open_bar(self, label: str, tasks: Sequence[TaskSpec]) -> None:
+        if self._bar is not None:
+            self._bars.close()
+            self._bars = contextlib.ExitStack()
+        done = [e for task in tasks for e in self.episodes[task.key].values()]
+        total = len(done) + sum(self.remaining[task.key] for task in tasks)
+        self._bar = self._bars.enter_context(task_progress(label, total, done))
+
+    def _log_task(self, task: TaskSpec) -> None:
+        episodes = self.episodes[task.key]
+        result = TaskResult.of(task, episodes.values(), self.eval_s[task.key])
+        summary = result.summary
+        low, high = summary.pc_success_ci95 or (0.0, 0.0)
+        logger.info(
+            "%s task %d (%s): %.1f%% success (95%% CI %.1f-%.1f) over %d episodes (%d run now) in %.1fs",
+            task.group or "task",
+            task.task_id,
+            task.name,
+            summary.pc_success or 0.0,
+            low,
+            high,
+            len(episodes),
+            self.n_new[task.key],
+            self.eval_s[task.key],
+        )
+
+
+def _log_episode(task: TaskSpec, result: EpisodeResult) -> None:
+    logger.debug(
+        "%s episode %d (seed %d): %s after %d steps, %.1fs",
+        task.label,
+        result.episode_index,
+        result.seed,
+        "success" if result.success else "failure",
+        result.n_steps,
+        result.wall_s,
+    )

@@ -1,0 +1,56 @@
+"""Result files that readers can trust: strict JSON, written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def to_strict_json(value: Any) -> Any:
+    """Replace NaN and infinities by None, recursively, so the output is strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): to_strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_strict_json(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+        return to_strict_json(value.item())
+    return value
+
+
+def write_json_atomic(data: Any, path: Path) -> Path:
+    """Write strict JSON through a temporary file and a rename: readers never see half a file."""
+    return write_text_atomic(json.dumps(to_strict_json(data), indent=2, allow_nan=False), path)
+
+
+def write_text_atomic(text: str, path: Path) -> Path:
+    """Write `text` to a temporary file in the same folder, fsync it, then rename it over `path`.
+
+    The file gets the permissions a plain `open` would give it (mkstemp makes it private), so
+    results on a shared disk stay readable by the rest of the team.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_current_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask

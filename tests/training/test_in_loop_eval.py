@@ -1,0 +1,98 @@
+"""In-loop evaluation runs lerobot-eval's runner: same settings, same hang protection."""
+
+import functools
+import json
+import os
+import time
+from dataclasses import dataclass, fields
+
+import gymnasium as gym
+import pytest
+
+import lerobot.envs  # noqa: F401  (registers --env.type values)
+import lerobot.policies  # noqa: F401  (registers --policy.type values)
+from lerobot.configs.parser import CliError, parse_config
+from lerobot.configs.train import TrainPipelineConfig
+from lerobot.envs.metaworld import MetaworldEnvConfig
+from lerobot.training.train import build_trainee, evaluate_in_loop
+from tests.training.conftest import ENV_FLAGS, TINY_ACT, make_frames
+
+
+class HangOnce(gym.Wrapper):
+    """Meta-World that hangs on the first step of one episode, once (a marker file remembers)."""
+
+    def __init__(self, make_env, seed: int, marker: str):
+        super().__init__(make_env())
+        self.hang_seed, self.marker, self.seed_ = seed, marker, None
+
+    def reset(self, *, seed=None, options=None):
+        self.seed_ = seed
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.seed_ == self.hang_seed and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            time.sleep(600)
+        return self.env.step(action)
+
+
+@dataclass
+class HangOnceMetaworld(MetaworldEnvConfig):
+    hang_seed: int = -1
+    marker: str = ""
+
+    def env_factory(self, task_name: str):
+        return functools.partial(HangOnce, super().env_factory(task_name), self.hang_seed, self.marker)
+
+
+def config(tmp_path, *flags: str) -> TrainPipelineConfig:
+    return parse_config(
+        TrainPipelineConfig,
+        [
+            f"--dataset.root={tmp_path}",
+            f"--output_dir={tmp_path / 'out'}",
+            "--env.type=metaworld",
+            "--env.task=reach-v3",
+            "--env.episode_length=4",
+            *ENV_FLAGS,
+            *TINY_ACT,
+            *flags,
+        ],
+    )
+
+
+@pytest.mark.slow
+def test_a_hung_worker_during_in_loop_eval_is_replaced_and_its_episode_rerun(tmp_path):
+    cfg = config(
+        tmp_path,
+        "--eval.n_episodes=2",
+        "--eval.batch_size=2",
+        "--eval.use_async_envs=true",
+        "--eval.step_timeout_s=20",
+        "--eval.max_episodes_rendered=0",
+        "--seed=7",
+    )
+    marker = tmp_path / "hung"
+    settings = {f.name: getattr(cfg.env, f.name) for f in fields(MetaworldEnvConfig)}
+    cfg.env = HangOnceMetaworld(**settings, hang_seed=8, marker=str(marker))
+    trainee = build_trainee(cfg, make_frames())
+
+    evaluate_in_loop(cfg, trainee, step=1, wandb_run=None)
+
+    assert marker.exists()  # the worker really hung once
+    info = json.loads((cfg.output_dir / "eval" / "step_1" / "eval_info.json").read_text())
+    retries = {e["episode_index"]: e["retries"] for e in info["per_episode"]}
+    assert retries == {0: 0, 1: 1} and info["n_episodes_failed"] == 0
+    assert info["complete"] is True and info["overall"]["n_episodes"] == 2
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--eval.resume=true", "--eval.resume=True: not used by lerobot-train"),
+        ("--eval.shard=0/2", "--eval.shard=0/2: not used by lerobot-train"),
+    ],
+)
+def test_eval_flags_that_only_mean_something_to_lerobot_eval_are_refused(tmp_path, flag, message):
+    with pytest.raises(CliError, match=f"^{message}"):
+        config(tmp_path, flag)
