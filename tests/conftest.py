@@ -24,3 +24,21 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def register_env_type():
+    """Register a test-only EnvConfig subclass under a name for one test, then forget it, so
+    other tests keep seeing only the real benchmarks in their `--env.type` choices."""
+    from lerobot.configs.env import EnvConfig
+
+    added: list[str] = []
+
+    def register(name: str, cls: type) -> type:
+        EnvConfig.register_subclass(name)(cls)
+        added.append(name)
+        return cls
+
+    yield register
+    for name in added:
+        EnvConfig._choice_registry.pop(name, None)

@@ -23,12 +23,14 @@ class FakeEnv(gym.Env):
         crash_seeds: tuple[int, ...] = (),
         die_seeds: tuple[int, ...] = (),
         fail_once: tuple[str, int, str] | None = None,
+        start_s: float = 0.0,
     ):
         """`fail_once=(mode, seed, marker_path)`: on the first step of episode `seed`, "die"
         (exit the worker) or "hang" (sleep far past any timeout), only while the marker file
         does not exist yet; it is created just before, so the re-run goes through."""
         self.task = task
         self.fail_once = fail_once
+        self.start_s = start_s
         self.task_description = f"do the {task}"
         self.crash_seeds, self.die_seeds = crash_seeds, die_seeds
         self.observation_space = spaces.Dict({"agent_pos": spaces.Box(-np.inf, np.inf, (2,), np.float32)})
@@ -38,6 +40,9 @@ class FakeEnv(gym.Env):
         self.pid = os.getpid()
 
     def reset(self, *, seed=None, options=None):
+        if self.start_s:  # a simulator that takes this long to build, on the first reset only
+            time.sleep(self.start_s)
+            self.start_s = 0.0
         if seed in self.crash_seeds:
             raise RuntimeError(f"fake crash at seed {seed}")
         if seed in self.die_seeds:

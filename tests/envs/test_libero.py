@@ -132,7 +132,11 @@ def test_camera_flags_accept_lists_lerobots_comma_form_and_renames():
         ),
         ({"task_ids": []}, "--env.task_ids=[]: list at least one task id"),
         ({"obs_type": "state"}, "--env.obs_type='state': must be one of pixels, pixels_agent_pos"),
-        ({"camera_name": ["frontview"]}, "--env.camera_name=['frontview']: must list distinct cameras among"),
+        (
+            {"camera_name": ["frontview"]},
+            "--env.camera_name=['frontview']: give distinct names among agentview_image, "
+            "robot0_eye_in_hand_image as a list, e.g. --env.camera_name='[agentview_image,robot0_eye_in_hand_image]'",
+        ),
         (
             {"camera_name_mapping": {"agentview_image": "image"}},
             '--env.camera_name_mapping={"agentview_image": "image"}: must give each of agentview_image, '

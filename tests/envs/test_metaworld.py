@@ -47,8 +47,18 @@ def test_unknown_task_lists_the_choices_and_suggests_one():
         ({"obs_type": "depth"}, "--env.obs_type='depth': must be one of pixels, pixels_agent_pos, state"),
         (
             {"camera_names": ["nope"]},
-            "--env.camera_names=['nope']: cameras must be a non-empty list of corner",
+            "--env.camera_names=['nope']: give distinct names among corner, corner2, corner3",
         ),
+        (
+            {"camera_names": "corner9"},
+            "--env.camera_names='corner9': give distinct names among corner, corner2, corner3, topview, "
+            "behindGripper, gripperPOV as a list, e.g. --env.camera_names='[corner,corner2]'",
+        ),
+        (
+            {"task": "libero_10"},
+            "--env.task='libero_10': a LIBERO suite, not a Meta-World task; use --env.type=libero",
+        ),
+        ({"fps": 0}, "--env.fps=0: must be a positive frame rate"),
         ({"observation_height": 0}, "--env.observation_height=0"),
         ({"episode_length": 501}, "--env.episode_length=501: must be in 1..500"),
     ],
@@ -205,3 +215,8 @@ def test_fast_render_changes_pixels_but_not_the_simulation(metaworld):
     finally:
         default.close()
         fast.close()
+
+
+def test_a_single_camera_name_or_a_comma_list_is_accepted():
+    assert MetaworldEnvConfig(camera_names="corner2").camera_names == ["corner2"]
+    assert MetaworldEnvConfig(camera_names="[corner2,topview]").camera_names == ["corner2", "topview"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -265,3 +266,48 @@ def test_lerobot_eval_cli_with_the_ray_backend_matches_local(tmp_path):
     local, on_ray = (json.loads((tmp_path / d / "eval_info.json").read_text()) for d in ("local", "ray"))
     strip = lambda info: [(e["episode_index"], e["seed"], e["sum_reward"]) for e in info["per_episode"]]  # noqa: E731
     assert strip(on_ray) == strip(local) and on_ray["complete"] is True
+
+
+@pytest.mark.slow
+def test_ray_backend_under_uv_run(tmp_path):
+    """`uv run lerobot-eval --eval.backend=ray` (how uv users start commands): Ray's uv
+    integration would start every worker in a fresh, empty environment and wait forever."""
+    import shutil
+    import subprocess
+
+    uv = shutil.which("uv")
+    assert uv, "uv must be on PATH (README's set-up command installs it with pip)"
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "run"
+    command = [
+        uv,
+        "run",
+        "--no-sync",
+        "lerobot-eval",
+        "--policy.type=random",
+        "--env.type=metaworld",
+        "--env.task=reach-v3",
+        "--env.obs_type=state",
+        "--env.episode_length=5",
+        "--eval.n_episodes=2",
+        "--eval.max_episodes_rendered=0",
+        *RAY_FLAGS[:1],
+        "--eval.num_workers=1",
+        f"--output_dir={out}",
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "RAY_ENABLE_UV_RUN_RUNTIME_ENV")}
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=420)
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads((out / "eval_info.json").read_text())
+    assert info["complete"] is True and info["overall"]["n_episodes"] == 2
+
+
+def test_a_pool_without_any_live_worker_stops_with_one_line(ray_instance, tmp_path, monkeypatch):
+    from lerobot.evaluation import ray_backend
+
+    monkeypatch.setattr(ray_backend, "WORKER_START_TIMEOUT_S", 0.0)
+    with pytest.raises(
+        ray_backend.NoRayWorkersError, match=r"^--eval.backend=ray: no Ray worker has been alive for 0 s"
+    ) as err:
+        run_on_ray(tmp_path)
+    assert "\n" not in str(err.value)

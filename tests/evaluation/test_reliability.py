@@ -80,3 +80,10 @@ def test_signals_wait_for_the_end_of_a_journal_append(tmp_path):
             interrupted_inside = None
     assert interrupted_inside is None  # the interrupt was raised, but only after the block
     assert len(journal) == 1 == len((tmp_path / "episodes.jsonl").read_text().splitlines())
+
+
+def test_building_the_simulator_does_not_count_against_the_step_timeout():
+    """A worker's first reset builds its simulator (tens of seconds for LIBERO on a loaded
+    machine): it gets STARTUP_TIMEOUT_S, the step timeout applies from then on."""
+    results = run(make_vec(2, step_timeout_s=0.5, start_s=1.5))
+    assert all(r.retries == 0 and r.failure_reason is None for r in results)

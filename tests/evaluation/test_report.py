@@ -279,3 +279,28 @@ def test_video_href_accepts_absolute_and_cwd_relative_paths(tmp_path, monkeypatc
         == "videos/push-v3_0/eval_episode_0.mp4"
     )
     assert video_href(str(out / "videos" / "missing.mp4"), out) is None
+
+
+def test_video_links_never_leave_the_run_directory(tmp_path):
+    out = tmp_path / "out"
+    (out / "videos").mkdir(parents=True)
+    secret = tmp_path / "secret.mp4"
+    secret.touch()
+    assert video_href(str(secret), out) is None
+    assert video_href("/elsewhere/videos/../../secret.mp4", out) is None
+    assert video_href(str(out / "videos" / ".." / ".." / "secret.mp4"), out) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "eval_info.json: not an eval_info.json (a JSON list, not an object)"),
+        ("{}", "eval_info.json: holds no results (none of per_task, per_episode, overall, aggregated)"),
+    ],
+)
+def test_an_eval_info_without_results_is_refused_in_one_line(tmp_path, content, message):
+    from lerobot.evaluation.results import UnreadableResultsError
+
+    (tmp_path / "eval_info.json").write_text(content)
+    with pytest.raises(UnreadableResultsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_run(tmp_path)

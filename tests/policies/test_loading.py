@@ -183,6 +183,10 @@ def bad_checkpoints(root: Path) -> dict[str, tuple[list[str], str]]:
             "config.json is not valid JSON",
         ),
         "no type": ([f"--policy.path={checkpoint('notype', '{}')}"], "config.json has no 'type' field"),
+        "field type": (
+            [f"--policy.path={checkpoint('fieldtype', json.dumps({**config, 'chunk_size': 'ten'}))}"],
+            "--policy.chunk_size=ten: expected a value of type int (the value comes from config.json of --policy.path=",
+        ),
         "smolvla": (
             [f"--policy.path={checkpoint('smolvla', json.dumps({'type': 'smolvla'}))}"],
             "policy type 'smolvla' is not yet supported; this build loads act, diffusion (not yet: smolvla, pi0",
@@ -214,7 +218,13 @@ def bad_checkpoints(root: Path) -> dict[str, tuple[list[str], str]]:
         ),
         "no camera": (
             [f"--policy.path={good}", "--env.obs_type=state"],
-            "the checkpoint reads observation.image, which the env does not provide",
+            "the checkpoint reads camera images (observation.image) and the env renders none; "
+            "choose an --env.obs_type with images",
+        ),
+        "image size": (
+            [f"--policy.path={good}"],
+            "reads 'observation.image' with shape [3, 96, 96], the env gives [3, 480, 480]; render at its "
+            "size with --env.observation_height=96 --env.observation_width=96",
         ),
         "state size": (
             [f"--policy.path={good}", "--env.obs_type=state", "--policy.empty_cameras=1"],
@@ -303,3 +313,50 @@ def test_lerobot_eval_runs_a_checkpoint_on_meta_world(checkpoints, tmp_path, nam
 def test_processors_are_none_for_builtin_policies():
     cfg = parse_config(EvalPipelineConfig, ["--env.type=metaworld", "--policy.type=random"])
     assert make_pre_post_processors(cfg.policy) == (None, None)
+
+
+def broken_statistics(checkpoints, tmp_path, state_file: str, content: bytes | None) -> Path:
+    """The ACT checkpoint with its normaliser statistics replaced by `content` (at `state_file`)."""
+    directory = tmp_path / "act"
+    shutil.copytree(checkpoints["act"], directory)
+    pipeline_path = directory / "policy_preprocessor.json"
+    pipeline = json.loads(pipeline_path.read_text())
+    step = next(s for s in pipeline["steps"] if s.get("state_file"))
+    step["state_file"] = state_file
+    pipeline_path.write_text(json.dumps(pipeline))
+    if content is not None:
+        (directory / state_file).write_bytes(content)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("state_file", "content", "message"),
+    [
+        (
+            "stats.safetensors",
+            b"not a safetensors file",
+            "stats.safetensors (named in policy_preprocessor.json) is not a readable safetensors file",
+        ),
+        (
+            "../outside.safetensors",
+            None,
+            "../outside.safetensors (named in policy_preprocessor.json) lies outside the checkpoint directory",
+        ),
+    ],
+)
+def test_bad_statistics_files_fail_in_one_line_before_any_output(
+    checkpoints, tmp_path, capsys, state_file, content, message
+):
+    from lerobot.scripts.lerobot_eval import main
+
+    directory = broken_statistics(checkpoints, tmp_path, state_file, content)
+    if state_file.startswith(".."):
+        shutil.copy(
+            next(directory.glob("policy_preprocessor_step_*.safetensors")), tmp_path / "outside.safetensors"
+        )
+    out = tmp_path / "never"
+    code = main(
+        [f"--policy.path={directory}", "--env.type=metaworld", *ENV_FLAGS["act"], f"--output_dir={out}"]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and message in err[-1] and not out.exists()

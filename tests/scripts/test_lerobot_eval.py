@@ -174,3 +174,20 @@ def test_bad_input_fails_in_one_line_before_any_simulator(tmp_path):
         assert len(lines) == 1, (name, stderr)
         assert expected in lines[0], (name, lines[0])
     assert not (tmp_path / "never").exists()
+
+
+def test_a_shard_without_episodes_says_so_instead_of_zero_success(tmp_path, capsys):
+    code = main(
+        [
+            "--policy.type=random",
+            "--env.type=metaworld",
+            "--env.obs_type=state",
+            "--eval.n_episodes=2",
+            "--eval.shard=2/3",
+            f"--output_dir={tmp_path}",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 0 and "no episodes ran to their end" in err and "0.0%" not in err
+    info = json.loads((tmp_path / "eval_info.json").read_text())
+    assert info["overall"]["n_episodes"] == 0 and info["overall"]["pc_success"] is None

@@ -75,3 +75,32 @@ def test_merge_refuses_runs_of_different_evaluations(tmp_path, capsys):
     assert merge_main([str(tmp_path / "a"), str(tmp_path / "b"), f"--output_dir={tmp_path / 'm'}"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "not a shard of the same evaluation" in err and "--seed: was 1, now 2" in err
+
+
+def test_merge_never_writes_over_results_unless_told(tmp_path, capsys):
+    args = [*COMMON, "--env.task=reach-v3", "--eval.n_episodes=2", "--env.episode_length=2"]
+    for i in range(2):
+        assert eval_main([*args, f"--eval.shard={i}/2", f"--output_dir={tmp_path / f's{i}'}"]) == 0
+    assert eval_main([*args, "--seed=7", f"--output_dir={tmp_path / 'other'}"]) == 0
+    before = (tmp_path / "other" / "eval_info.json").read_text()
+    shards = [str(tmp_path / "s0"), str(tmp_path / "s1")]
+    capsys.readouterr()
+
+    assert merge_main([*shards, f"--output_dir={tmp_path / 'other'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "holds results of an earlier run; pass --overwrite=true" in err
+    assert (tmp_path / "other" / "eval_info.json").read_text() == before
+
+    assert merge_main([*shards, f"--output_dir={tmp_path / 's0'}"]) == 2
+    assert "is one of the shards being merged" in capsys.readouterr().err
+
+    assert merge_main([*shards, f"--output_dir={tmp_path / 'other'}", "--overwrite=true"]) == 0
+    merged = load(tmp_path / "other")
+    assert merged["complete"] is True and merged["overall"]["n_episodes"] == 2
+    assert not (tmp_path / "other" / "run_config.json").exists()  # no stale config of the replaced run
+    capsys.readouterr()
+
+    (tmp_path / "s1" / "run_config.json").unlink()
+    assert merge_main([*shards, f"--output_dir={tmp_path / 'm2'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "s1 has no run_config.json" in err

@@ -3,6 +3,7 @@
 import json
 import multiprocessing as mp
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -153,3 +154,42 @@ def test_resume_refuses_changed_settings_and_fresh_runs_refuse_old_results(tmp_p
     assert "--eval.n_episodes: was 1, now 2; --seed: was 5, now 6" in err
     # settings that cannot change results may differ
     assert main([*args, "--eval.resume=true", "--eval.batch_size=2", "--eval.step_timeout_s=60"]) == 0
+
+
+def _small_files_only(max_bytes: int):
+    """A child whose files cannot grow past `max_bytes`: writes fail as on a full disk."""
+
+    def limit() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # fail the write (EFBIG) instead of dying
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+    return limit
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_the_run_in_one_line_and_a_resume_completes_it(tmp_path):
+    out = tmp_path / "run"
+    args = [
+        *COMMON,
+        "--env.obs_type=state",
+        "--eval.n_episodes=4",
+        "--eval.batch_size=1",
+        f"--output_dir={out}",
+    ]
+    # run_config.json (~1 KB) fits; the journal fills up after a few ~0.3 KB lines.
+    full = subprocess.run(
+        [LEROBOT_EVAL, *args], capture_output=True, text=True, preexec_fn=_small_files_only(1200), timeout=300
+    )
+    last_line = full.stderr.strip().splitlines()[-1]
+    assert full.returncode == 2, full.stderr[-2000:]
+    kept = re.search(
+        r"episodes.jsonl: cannot write \(File too large\); it keeps the (\d) episodes finished", last_line
+    )
+    assert kept and 1 <= int(kept[1]) < 4 and "Traceback" not in full.stderr
+
+    assert main([*args, "--eval.resume=true"]) == 0
+    info = json.loads((out / "eval_info.json").read_text())
+    assert sorted(e["episode_index"] for e in info["per_episode"]) == [0, 1, 2, 3]
+    assert info["complete"] is True

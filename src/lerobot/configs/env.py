@@ -9,13 +9,14 @@ results, reports and CI scripts never need one to label a task.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import draccus
 
 from lerobot.configs.types import PolicyFeature
+from lerobot.utils.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,16 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
 
     task: str | None = None
     fps: int = 30
+    """Frame rate of the task's videos (and of recorded datasets)."""
 
     worker_preload: ClassVar[tuple[str, ...]] = ()
     """Modules that worker processes should have imported before they start (simulator
     packages that take seconds to import); they must not create any GL context on import."""
+
+    def __post_init__(self) -> None:
+        """Checks every benchmark shares; a subclass's own `__post_init__` calls it first."""
+        if self.fps <= 0:
+            raise ConfigError(f"--env.fps={self.fps}: must be a positive frame rate")
 
     @property
     def type(self) -> str:
@@ -123,3 +130,23 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     @abc.abstractmethod
     def policy_features(self) -> dict[str, PolicyFeature]:
         """What a policy receives and returns, under LeRobot's batch keys."""
+
+
+def parse_name_list(value: list[str] | str, flag: str, allowed: Sequence[str]) -> list[str]:
+    """A list of distinct names among `allowed`, from a list or a string.
+
+    Strings come as `[a,b]` (draccus hands list syntax over as a string when the field may also
+    be one), LeRobot's comma-joined `a,b`, or a single name.
+    """
+    if isinstance(value, str):
+        text = value.strip().removeprefix("[").removesuffix("]")
+        names = [n.strip().strip("'\"") for n in text.split(",")]
+    else:
+        names = list(value)
+    if not names or len(set(names)) != len(names) or any(n not in allowed for n in names):
+        example = ",".join(allowed[:2])
+        raise ConfigError(
+            f"{flag}={value!r}: give distinct names among {', '.join(allowed)} as a list, "
+            f"e.g. {flag}='[{example}]'"
+        )
+    return names

@@ -154,9 +154,13 @@ class EvalConfig:
         return self.use_async_envs and self.resolved_batch_size > 1
 
 
+SEED_LIMIT = 2**32
+"""Simulators seed NumPy generators, which take seeds in [0, 2**32)."""
+
+
 @dataclass
 class EvalPipelineConfig:
-    env: EnvConfig
+    env: EnvConfig | None = None
     """The benchmark: `--env.type=metaworld` and its settings (`--env.task=...`)."""
     eval: EvalConfig = field(default_factory=EvalConfig)
     """Episodes, batch size, workers and videos."""
@@ -176,8 +180,15 @@ class EvalPipelineConfig:
     trust_remote_code: bool = False
     """LeRobot's flag for hub code; accepted for compatibility. This build never imports code
     from a checkpoint or the hub, so checkpoints of other policy types fail either way."""
+    overwrite: bool = False
+    """Replace the results of an earlier run in --output_dir (its eval_info.json, episodes.jsonl,
+    run_config.json, reports and videos) instead of refusing to start."""
 
     def __post_init__(self) -> None:
+        if self.env is None:
+            choices = ", ".join(EnvConfig.get_known_choices())
+            raise ConfigError(f"--env.type: required; choose one of {choices}")
+        check_seeds(self.seed, self.eval.n_episodes)
         if self.policy is None:
             choices = ", ".join(PreTrainedConfig.get_known_choices())
             raise ConfigError(f"--policy.type: required; choose one of {choices}")
@@ -189,7 +200,28 @@ class EvalPipelineConfig:
             self.policy.check_env_inputs(self.env.policy_features(), self.rename_map)
         if self.job_name is None:
             self.job_name = f"{self.env.type}_{self.policy.type}"
+        check_job_name(self.job_name)
+        if self.output_dir is not None and str(self.output_dir).strip() in ("", "."):
+            raise ConfigError(
+                f"--output_dir={self.output_dir}: give the directory results go to (a new or empty one), "
+                "or leave the flag out for outputs/eval/<date>/<time>_<job_name>"
+            )
         if self.output_dir is None:
             now = dt.datetime.now()
             self.output_dir = Path("outputs/eval") / f"{now:%Y-%m-%d}" / f"{now:%H-%M-%S}_{self.job_name}"
         self.output_dir = Path(self.output_dir)
+
+
+def check_seeds(seed: int, n_episodes: int) -> None:
+    """Every episode seed (seed + e) must be one a simulator accepts."""
+    if not 0 <= seed <= SEED_LIMIT - n_episodes:
+        raise ConfigError(
+            f"--seed={seed}: episode seeds run from seed to seed + n_episodes - 1 and must lie in "
+            f"[0, {SEED_LIMIT - 1}]; choose 0 <= --seed <= {SEED_LIMIT - n_episodes}"
+        )
+
+
+def check_job_name(job_name: str) -> None:
+    """A job name names a folder: no path separators, no `..`."""
+    if not job_name.strip() or job_name == "." or any(part in job_name for part in ("/", "\\", "..")):
+        raise ConfigError(f"--job_name={job_name!r}: must be a plain name (no '/', '\\' or '..')")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -21,10 +22,10 @@ from typing import TypeVar
 
 import draccus
 
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import EXIT_USAGE, ConfigError
 
 T = TypeVar("T")
-USAGE_EXIT_CODE = 2
+USAGE_EXIT_CODE = EXIT_USAGE
 
 
 class CliError(Exception):
@@ -44,7 +45,18 @@ def parse_config(config_class: type[T], argv: Sequence[str] | None = None, prog:
             defaults, args = _checkpoint_defaults(path, revision, args, Path(tmp))
         except ConfigError as exc:
             raise CliError(str(exc)) from None
-        return _parse(config_class, args, defaults, prog)
+        try:
+            return _parse(config_class, args, defaults, prog)
+        except CliError as exc:
+            raise CliError(_blame_checkpoint_config(str(exc), args, path)) from None
+
+
+def _blame_checkpoint_config(message: str, args: Sequence[str], path: str) -> str:
+    """A `--policy.<field>` error the user did not type came from the checkpoint's config.json."""
+    flag = re.match(r"(--policy\.\w+)", message)
+    if flag is None or any(arg.partition("=")[0] == flag[1] for arg in args):
+        return message
+    return f"{message} (the value comes from config.json of --policy.path={path})"
 
 
 def _parse(config_class: type[T], args: list[str], defaults: Path | None, prog: str) -> T:
@@ -118,12 +130,63 @@ def _find_config_error(exc: BaseException) -> ConfigError | None:
     return None
 
 
+# draccus: Failed when parsing value='x' into field "<class 'pkg.Cls'>.name" of type list[str].
+_PARSE_FAILURE = re.compile(
+    r"Failed when parsing value=(?P<value>.*) into field .* of type (?P<type>.+?)\.?$"
+)
+_MISSING_FIELDS = re.compile(r"Missing required field\(s\) `(?P<fields>[^`]+)`")
+EXAMPLES = {
+    "dict[str, str]": """'{"observation.image": "observation.images.top"}'""",
+    "list[str]": "'[a,b]'",
+    "list[int]": "'[0,3]'",
+}
+
+
 def _describe_draccus_error(exc: BaseException) -> str:
+    """One line naming the flag and what it expects, without draccus's internal class names."""
     path = getattr(exc, "path", None) or (exc.args[0] if len(exc.args) > 1 else None)
-    message = exc.args[-1] if exc.args else str(exc)
-    if isinstance(path, tuple | list) and path:
-        return f"--{'.'.join(path)}: {str(message).strip().splitlines()[0]}"
-    return str(message).splitlines()[0] if str(message) else type(exc).__name__
+    message = str(exc.args[-1] if exc.args else exc).strip()
+    first_line = message.splitlines()[0] if message else type(exc).__name__
+    flag = f"--{'.'.join(path)}" if isinstance(path, tuple | list) and path else None
+    failure = _PARSE_FAILURE.search(first_line)
+    if failure and flag:
+        expected = failure["type"]
+        example = f", e.g. {flag}={EXAMPLES[expected]}" if expected in EXAMPLES else ""
+        return f"{flag}={failure['value'].strip(chr(39))}: expected a value of type {expected}{example}"
+    nested = _nested_union_failure(flag, message)
+    if nested:
+        return nested
+    missing = _MISSING_FIELDS.search(first_line)
+    if missing:
+        return f"--{missing['fields']}: required"
+    return f"{flag}: {first_line}" if flag else first_line
+
+
+# A field inside a config union (`--env.*`, `--policy.*`): the sub-field in backticks, then the
+# type that failed with the given value, e.g. "`task_ids`: ... list[int]: The given value='x' is ...".
+_NESTED_FIELD = re.compile(r"`(?P<name>\w+)`:")
+_NESTED_VALUE = re.compile(r"^\s*(?P<type>[\w\[\], |]+): .*value=(?P<value>'[^']*'|\S+)")
+_NESTED_NOT_PARSED = re.compile(r"Couldn't parse (?P<value>'[^']*'|\S+) into an? (?P<type>\w+)")
+_NESTED_UNKNOWN = re.compile(r"The fields? (?P<fields>.+?) (?:is|are) not valid for (?P<cls>\w+)")
+
+
+def _nested_union_failure(flag: str | None, message: str) -> str | None:
+    """The sub-field and value that failed inside a union (`--env.*`), as one line."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    if not (flag and lines):
+        return None
+    unknown = _NESTED_UNKNOWN.search(lines[-1])
+    if unknown:
+        fields = ", ".join(f"{flag}.{name}" for name in re.findall(r"`(\w+)`", unknown["fields"]))
+        return f"{fields}: not a setting of this {flag.lstrip('-')} type; see lerobot-eval --help"
+    names = _NESTED_FIELD.findall(message)
+    value = _NESTED_VALUE.search(lines[-1]) or _NESTED_NOT_PARSED.search(lines[-1])
+    if not (names and value):
+        return None
+    expected = value["type"].strip()
+    field_flag = f"{flag}.{'.'.join(names)}"
+    example = f", e.g. {field_flag}={EXAMPLES[expected]}" if expected in EXAMPLES else ""
+    return f"{field_flag}={value['value'].strip(chr(39))}: expected a value of type {expected}{example}"
 
 
 def _last_argparse_error(text: str, prog: str) -> str:

@@ -84,24 +84,52 @@ class CheckpointPolicyConfig(PreTrainedConfig):
         Every input must reach the policy under its own key (after `--rename_map`) with the same
         vector length or image channel count; up to `empty_cameras` cameras may be missing.
         """
-        provided = {rename_map.get(key, key): ft for key, ft in env_features.items()}
+        provided = {
+            rename_map.get(key, key): ft
+            for key, ft in env_features.items()
+            if ft.type is not FeatureType.ACTION
+        }
         missing = [key for key in self.input_features if key not in provided]
         missing_images = [key for key in missing if key in self.image_features]
         missing_other = [key for key in missing if key not in self.image_features]
+        no_camera = not any(ft.type is FeatureType.VISUAL for ft in provided.values())
+        if missing_images and no_camera and len(missing_images) > self.empty_cameras:
+            raise ConfigError(
+                f"--policy.path: the checkpoint reads camera images ({', '.join(missing_images)}) and "
+                "the env renders none; choose an --env.obs_type with images (e.g. pixels_agent_pos)"
+            )
         if missing_other or len(missing_images) > self.empty_cameras:
             raise ConfigError(_missing_inputs_message(missing, provided, self.empty_cameras))
         for key, feature in self.input_features.items():
-            if key in provided and _input_size(feature) != _input_size(provided[key]):
-                raise ConfigError(
-                    f"--policy.path: the checkpoint reads {key!r} with shape {list(feature.shape)}, "
-                    f"the env gives {list(provided[key].shape)}; choose env settings that match the "
-                    "policy's training data"
-                )
+            if key in provided and not self._fits(feature, provided[key]):
+                raise ConfigError(_shape_mismatch_message(key, feature, provided[key]))
+
+    def resizes_images(self) -> bool:
+        """Whether the checkpoint's own processors resize camera images to the model's size
+        (then only the channel count has to agree with the env's frames)."""
+        return False
+
+    def _fits(self, wanted: PolicyFeature, given: PolicyFeature) -> bool:
+        """Vectors: the same length. Images: the same channels and, unless the processors resize
+        them, the same height and width the policy was trained on."""
+        if wanted.type is FeatureType.VISUAL and not self.resizes_images():
+            return tuple(wanted.shape) == tuple(given.shape)
+        return _leading_size(wanted) == _leading_size(given)
 
 
-def _input_size(feature: PolicyFeature) -> int:
-    """What must agree between env and policy: channels for images, length for vectors."""
+def _leading_size(feature: PolicyFeature) -> int:
     return feature.shape[0] if feature.shape else 0
+
+
+def _shape_mismatch_message(key: str, wanted: PolicyFeature, given: PolicyFeature) -> str:
+    hint = "choose env settings that match the policy's training data"
+    if wanted.type is FeatureType.VISUAL and len(wanted.shape) == 3 and wanted.shape[0] == given.shape[0]:
+        height, width = wanted.shape[1:]
+        hint = f"render at its size with --env.observation_height={height} --env.observation_width={width}"
+    return (
+        f"--policy.path: the checkpoint reads {key!r} with shape {list(wanted.shape)}, the env gives "
+        f"{list(given.shape)}; {hint}"
+    )
 
 
 def _missing_inputs_message(missing: list[str], provided: Mapping[str, PolicyFeature], empty: int) -> str:

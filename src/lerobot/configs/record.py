@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from lerobot.configs.env import EnvConfig
+from lerobot.configs.eval import check_seeds
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
@@ -35,7 +36,7 @@ class FileLimits:
 
 @dataclass
 class RecordSimConfig:
-    env: EnvConfig
+    env: EnvConfig | None = None
     """The simulator and its one task: `--env.type=metaworld --env.task=reach-v3`."""
     policy: PreTrainedConfig | None = None
     """Who acts: `--policy.type=metaworld_expert`, or a checkpoint with `--policy.path=`."""
@@ -58,6 +59,10 @@ class RecordSimConfig:
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     def __post_init__(self) -> None:
+        if self.env is None:
+            raise ConfigError(
+                f"--env.type: required; choose one of {', '.join(EnvConfig.get_known_choices())}"
+            )
         if self.policy is None:
             raise ConfigError(
                 f"--policy.type: required; choose one of {', '.join(PreTrainedConfig.get_known_choices())}"
@@ -69,6 +74,7 @@ class RecordSimConfig:
             raise ConfigError(f"--root={self.root}: already exists; choose a new directory")
         if self.n_episodes <= 0:
             raise ConfigError(f"--n_episodes={self.n_episodes}: must be a positive integer")
+        check_seeds(self.seed, self.n_episodes)
         for flag in ("batch_size", "data_files_size_in_mb", "video_files_size_in_mb", "chunks_size"):
             if getattr(self, flag) <= 0:
                 raise ConfigError(f"--{flag}={getattr(self, flag)}: must be positive")

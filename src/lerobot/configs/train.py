@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from lerobot.configs.env import EnvConfig
-from lerobot.configs.eval import EvalConfig
+from lerobot.configs.eval import EvalConfig, check_job_name, check_seeds
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
@@ -95,8 +95,10 @@ class TrainPipelineConfig:
             raise ConfigError(
                 f"--eval_freq={self.eval_freq}: needs --env.type (and --env.task); or pass --eval_freq=0"
             )
+        check_seeds(self.seed, self.eval.n_episodes)
         if self.job_name is None:
             self.job_name = self.policy.type
+        check_job_name(self.job_name)
         if self.output_dir is None:
             now = dt.datetime.now()
             self.output_dir = Path("outputs/train") / f"{now:%Y-%m-%d}" / f"{now:%H-%M-%S}_{self.job_name}"

@@ -45,7 +45,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.configs.env import EnvConfig
+from lerobot.configs.env import EnvConfig, parse_name_list
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.libero_observation import STATE_DIM, format_observation
 from lerobot.utils.constants import ACTION, OBS_IMAGES, OBS_STATE
@@ -402,9 +402,10 @@ class LiberoEnvConfig(EnvConfig):
     """End an episode at its first success (LeRobot's protocol)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.obs_type not in OBS_TYPES:
             raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
-        self.camera_name = _parse_camera_names(self.camera_name)
+        self.camera_name = parse_name_list(self.camera_name, "--env.camera_name", CAMERAS)
         _check_camera_keys(self.camera_name, self.camera_name_mapping)
         for flag, value, low in (
             ("observation_height", self.observation_height, 1),
@@ -462,20 +463,6 @@ class LiberoEnvConfig(EnvConfig):
 
     def _camera_keys(self) -> list[str]:
         return [self.camera_name_mapping[cam] for cam in self.camera_name]
-
-
-def _parse_camera_names(value: list[str] | str) -> list[str]:
-    """A list, or a string: `[a,b]` (draccus hands list syntax over as a string when the
-    field may also be one) or LeRobot's comma-joined `a,b`."""
-    if isinstance(value, str):
-        names = [n.strip().strip("'\"") for n in value.strip().removeprefix("[").removesuffix("]").split(",")]
-    else:
-        names = list(value)
-    if not names or len(set(names)) != len(names) or any(n not in CAMERAS for n in names):
-        raise ConfigError(
-            f"--env.camera_name={value!r}: must list distinct cameras among {', '.join(CAMERAS)}"
-        )
-    return names
 
 
 def _check_camera_keys(cameras: list[str], mapping: dict[str, str]) -> None:

@@ -29,7 +29,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.configs.env import EnvConfig
+from lerobot.configs.env import EnvConfig, parse_name_list
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
@@ -82,6 +82,10 @@ def resolve_task_groups(task_arg: str) -> dict[str, list[str]]:
     resolved: dict[str, list[str]] = {}
     for token in (t.strip() for t in task_arg.split(",")):
         name = token.removeprefix(TASK_PREFIX)
+        if name.startswith("libero"):
+            raise ConfigError(
+                f"--env.task={token!r}: a LIBERO suite, not a Meta-World task; use --env.type=libero"
+            )
         if name in groups:
             resolved[name] = groups[name]
         elif name in known_tasks:
@@ -274,8 +278,9 @@ class MetaworldEnvConfig(EnvConfig):
     """Frame rate of the recorded videos (Meta-World's render fps)."""
     obs_type: ObsType = "pixels_agent_pos"
     """`pixels_agent_pos` (camera image + 4-d hand/gripper state), `pixels`, or `state` (full 39-d)."""
-    camera_names: list[str] = field(default_factory=lambda: ["corner2"])
-    """Cameras to render; one becomes `observation.image`, several `observation.images.<name>`."""
+    camera_names: list[str] | str = field(default_factory=lambda: ["corner2"])
+    """Cameras to render, e.g. `[corner2]` or `[corner2,gripperPOV]` (a single name works too);
+    one becomes `observation.image`, several `observation.images.<name>`."""
     observation_height: int = 480
     observation_width: int = 480
     episode_length: int = MAX_PATH_LENGTH
@@ -287,13 +292,10 @@ class MetaworldEnvConfig(EnvConfig):
     images differ from the default ones, so use it only for policies trained with it."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.obs_type not in OBS_TYPES:
             raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
-        unknown = [cam for cam in self.camera_names if cam not in CAMERAS]
-        if unknown or not self.camera_names:
-            raise ConfigError(
-                f"--env.camera_names={self.camera_names}: cameras must be a non-empty list of {', '.join(CAMERAS)}"
-            )
+        self.camera_names = parse_name_list(self.camera_names, "--env.camera_names", CAMERAS)
         for flag, value in (
             ("observation_height", self.observation_height),
             ("observation_width", self.observation_width),

@@ -20,10 +20,11 @@ from lerobot.evaluation.plan import RunPlan
 from lerobot.evaluation.provenance import utc_now
 from lerobot.evaluation.result_files import write_results
 from lerobot.evaluation.results import RunResult
-from lerobot.evaluation.resume import prepare_output_dir
+from lerobot.evaluation.resume import claimed_output_dir
 from lerobot.evaluation.rollout import RolloutSettings
 from lerobot.evaluation.runner import RunCollector
 from lerobot.policies.factory import make_policy, make_pre_post_processors
+from lerobot.utils.errors import ResultsWriteError
 
 logger = logging.getLogger(__name__)
 
@@ -31,16 +32,16 @@ logger = logging.getLogger(__name__)
 def evaluate(cfg: EvalPipelineConfig) -> RunResult:
     """Evaluate `cfg.policy` on every task of `cfg.env`; the run's result, also on disk."""
     backend = make_backend(cfg)  # checkpoint problems surface here, before any output is written
-    prepare_output_dir(cfg)
-    journal = EpisodeJournal(cfg.output_dir)
-    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval, journal.done_by_task())
-    logger.info("output dir: %s", cfg.output_dir)
-    if cfg.eval.backend == "local":
-        async_text = "async workers" if cfg.eval.resolved_use_async else "in-process"
-        logger.info("envs per task: %d (%s)", cfg.eval.resolved_batch_size, async_text)
-    if plan.n_done:
-        logger.info("resuming: %d episodes already finished", plan.n_done)
-    return execute(cfg, plan, backend, journal)
+    with claimed_output_dir(cfg):
+        journal = EpisodeJournal(cfg.output_dir)
+        plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval, journal.done_by_task())
+        logger.info("output dir: %s", cfg.output_dir)
+        if cfg.eval.backend == "local":
+            async_text = "async workers" if cfg.eval.resolved_use_async else "in-process"
+            logger.info("envs per task: %d (%s)", cfg.eval.resolved_batch_size, async_text)
+        if plan.n_done:
+            logger.info("resuming: %d episodes already finished", plan.n_done)
+        return execute(cfg, plan, backend, journal)
 
 
 def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
@@ -84,10 +85,20 @@ def execute(
         with collector.progress_bars():
             backend.run(plan, collector)
     except BaseException:
-        write_results(cfg, collector.result(complete=False), started_at, plan.n_done, interrupted=True)
-        logger.warning("interrupted: eval_info.json holds the %d finished episodes", collector.n_episodes)
+        write_partial_results(cfg, collector.result(complete=False), started_at, plan.n_done)
         raise
     return write_results(cfg, collector.result(complete=True), started_at, plan.n_done)
+
+
+def write_partial_results(cfg: EvalPipelineConfig, run: RunResult, started_at, n_resumed: int) -> None:
+    """What finished, after an interrupt or a failure; a failure to write them (a full disk) is
+    logged, so the original error decides the exit."""
+    try:
+        write_results(cfg, run, started_at, n_resumed, interrupted=True)
+    except ResultsWriteError as exc:
+        logger.error("could not write the partial results: %s", exc)
+        return
+    logger.warning("stopped: eval_info.json holds the %d finished episodes", len(run.episodes))
 
 
 def driver_policy_config(cfg: EvalPipelineConfig) -> PreTrainedConfig:

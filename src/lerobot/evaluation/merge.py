@@ -9,7 +9,6 @@ from the env config alone.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,13 @@ from lerobot.evaluation.journal import EpisodeJournal, JournalEntry, write_journ
 from lerobot.evaluation.report import write_report
 from lerobot.evaluation.result_files import write_eval_info
 from lerobot.evaluation.results import MissingEpisode, RunResult, TaskResult
-from lerobot.evaluation.resume import RUN_CONFIG_FILENAME, config_differences
+from lerobot.evaluation.resume import (
+    config_differences,
+    make_output_dir,
+    read_run_config,
+    refuse_or_clear_results,
+)
+from lerobot.utils.dir_lock import locked_dir
 from lerobot.utils.errors import ConfigError
 
 # Settings that legitimately differ between the shards of one evaluation.
@@ -30,9 +35,25 @@ SHARD_KEYS = ("eval.shard",)
 EpisodeKey = tuple[str, int, int]
 
 
-def merge_runs(run_dirs: Sequence[Path], output_dir: Path) -> RunResult:
-    """Merge shard directories into `output_dir` (eval_info.json, episodes.jsonl, report)."""
-    configs = [_load_run_config(Path(d)) for d in run_dirs]
+def merge_runs(run_dirs: Sequence[Path], output_dir: Path, overwrite: bool = False) -> RunResult:
+    """Merge shard directories into `output_dir` (eval_info.json, episodes.jsonl, report).
+
+    `output_dir` must be new or empty, or hold results only with `overwrite`; it is never one
+    of the shards, and it is locked while the merge writes.
+    """
+    output_dir = Path(output_dir)
+    if any(output_dir.resolve() == Path(d).resolve() for d in run_dirs):
+        raise ConfigError(
+            f"--output_dir={output_dir}: is one of the shards being merged; choose a new directory"
+        )
+    make_output_dir(output_dir, "--output_dir")
+    with locked_dir(output_dir, "--output_dir"):
+        refuse_or_clear_results(output_dir, overwrite, resume=None)
+        return _merge_into(run_dirs, output_dir)
+
+
+def _merge_into(run_dirs: Sequence[Path], output_dir: Path) -> RunResult:
+    configs = [read_run_config(Path(d)) for d in run_dirs]
     _check_same_evaluation(run_dirs, configs)
     entries = _unique_entries(Path(d) for d in run_dirs)
     tasks = planned_tasks(configs[0])
@@ -51,8 +72,6 @@ def merge_runs(run_dirs: Sequence[Path], output_dir: Path) -> RunResult:
         missing_episodes=tuple(missing),
         merged_from=tuple(str(Path(d)) for d in run_dirs),
     )
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     write_journal(output_dir, [entries[key] for key in sorted(entries)])
     write_eval_info(run, output_dir)
     write_report(output_dir, run)
@@ -61,15 +80,13 @@ def merge_runs(run_dirs: Sequence[Path], output_dir: Path) -> RunResult:
 
 def planned_tasks(run_config: dict[str, Any]) -> tuple[TaskSpec, ...]:
     """The tasks of the evaluation a run_config.json describes (from its env config alone)."""
-    env_cfg = draccus.decode(EnvConfig, run_config["env"])
+    try:
+        env_cfg = draccus.decode(EnvConfig, run_config["env"])
+    except draccus.utils.DraccusException as exc:
+        raise ConfigError(
+            f"run_config.json: its env settings do not decode ({str(exc).splitlines()[0]})"
+        ) from None
     return env_cfg.tasks()
-
-
-def _load_run_config(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / RUN_CONFIG_FILENAME
-    if not path.exists():
-        raise ConfigError(f"{run_dir}: no {RUN_CONFIG_FILENAME}; is this a lerobot-eval output directory?")
-    return json.loads(path.read_text())
 
 
 def _check_same_evaluation(run_dirs: Sequence[Path], configs: Sequence[dict[str, Any]]) -> None:
@@ -88,11 +105,14 @@ def _flags(keys: Sequence[str]) -> tuple[str, ...]:
 
 
 def _unique_entries(run_dirs) -> dict[EpisodeKey, JournalEntry]:
-    """Journal entries of all shards, one per episode (the first shard that has it wins)."""
+    """Journal entries of all shards, one per episode: the first shard that ran it to its end
+    wins, else the first that has it at all (failed for good by the harness)."""
     entries: dict[EpisodeKey, JournalEntry] = {}
     for run_dir in run_dirs:
         for entry in EpisodeJournal(run_dir).entries:
-            entries.setdefault(entry.key, entry)
+            kept = entries.get(entry.key)
+            if kept is None or (kept.episode.failure_reason and not entry.episode.failure_reason):
+                entries[entry.key] = entry
     return entries
 
 

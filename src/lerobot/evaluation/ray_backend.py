@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray._private import ray_constants
 from ray.exceptions import RayActorError
 
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
@@ -64,6 +65,9 @@ that made Meta-World runs 3x slower in benchmarks/ray_scaling.py. Parallelism co
 workers instead; several envs per worker batch the policy calls."""
 WORKER_NAME_PREFIX = "lerobot-eval-worker"
 GL_VARIABLES = ("MUJOCO_GL", "PYOPENGL_PLATFORM")
+WORKER_START_TIMEOUT_S = 300.0
+"""How long the pool may go without a single live worker (none built its policy yet, or all
+died) before the run stops with an error instead of waiting for Ray forever."""
 POLL_S = 0.05
 """The driver polls for finished units and sleeps in Python between polls: a signal that
 arrives while Ray itself blocks turns into a bare KeyboardInterrupt, so SIGTERM would lose
@@ -152,6 +156,7 @@ def connect(eval_cfg: EvalConfig) -> bool:
     """
     if ray.is_initialized():
         return False
+    use_the_driver_interpreter()
     local: dict[str, Any] = {}
     # A new instance on this machine (unless RAY_ADDRESS names a cluster, which ray.init then
     # joins): honour an explicit worker count even above the number of cores.
@@ -175,6 +180,24 @@ def check_cluster_resources(eval_cfg: EvalConfig) -> None:
         raise ConfigError(
             f"--eval.gpus_per_worker={eval_cfg.gpus_per_worker:g}: the Ray cluster has {gpus:g} GPUs"
         )
+
+
+def use_the_driver_interpreter() -> None:
+    """Turn off Ray's `uv run` integration unless RAY_ENABLE_UV_RUN_RUNTIME_ENV asks for it.
+
+    When the driver runs under `uv run`, Ray re-creates that command for every worker in a
+    packaged copy of the working directory; with our install (a venv filled by `uv pip install`)
+    the copy gets an empty .venv without ray, every worker dies at import and Ray retries
+    forever. Workers must use the driver's own interpreter. Ray reads the setting once, when it
+    is imported, so the flag it keeps is set here as well as the variable its children read.
+    """
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    enabled = os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"].strip().lower() in ("1", "true", "yes", "on")
+    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = enabled
+
+
+class NoRayWorkersError(ConfigError):
+    """No worker could be started (or all died) for WORKER_START_TIMEOUT_S: one line, exit 2."""
 
 
 class EpisodeWorker:
@@ -227,6 +250,7 @@ class WorkerPool:
         queue = deque(units)
         for _ in range(self.size):
             self._start_actor()
+        last_alive = time.monotonic()
         while queue or any(unit is not None for _, unit in self.calls.values()):
             while queue and self.idle:
                 actor, unit = self.idle.pop(), queue.popleft()
@@ -234,8 +258,19 @@ class WorkerPool:
             finished, _ = ray.wait(list(self.calls), num_returns=len(self.calls), timeout=0)
             for ref in finished:
                 self._collect(ref, queue, on_result)
+            if self._any_alive():
+                last_alive = time.monotonic()
+            elif time.monotonic() - last_alive > WORKER_START_TIMEOUT_S:
+                raise NoRayWorkersError(
+                    f"--eval.backend=ray: no Ray worker has been alive for {WORKER_START_TIMEOUT_S:g} s "
+                    f"({len(self.actors)} requested); see `ray status` and the worker logs under /tmp/ray"
+                )
             if not finished:
                 time.sleep(POLL_S)
+
+    def _any_alive(self) -> bool:
+        """A worker that built its policy and has not died: idle, or running a unit."""
+        return bool(self.idle) or any(unit is not None for _, unit in self.calls.values())
 
     def close(self) -> None:
         """Kill every actor (their env worker processes die with them)."""

@@ -26,7 +26,7 @@ from lerobot.evaluation.report_chart import (
     success_chart,
     swatch,
 )
-from lerobot.evaluation.report_text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds
+from lerobot.evaluation.report_text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
 from lerobot.evaluation.results import EpisodeResult, RunResult, Summary, TaskResult
 
 EPISODE_TABLE_OPEN_MAX_ROWS = 200
@@ -122,11 +122,7 @@ def _run_subtitle(run: RunResult) -> str:
 def _partial_banner(run: RunResult) -> Markup | str:
     if run.complete:
         return ""
-    text = (
-        f"Partial results: the run was interrupted after {run.overall.n_episodes} episodes. "
-        "Continue it with the same command plus --eval.resume=true."
-    )
-    return el("p", text, class_="banner")
+    return el("p", incomplete_reason(run), class_="banner")
 
 
 def _headline(run: RunResult) -> Markup:
@@ -257,7 +253,10 @@ def video_href(video_path: str | None, output_dir: Path | None) -> str | None:
             return None
         last = len(parts) - 1 - parts[::-1].index("videos")
         relative = Path(*parts[last:])
-    return quote(relative.as_posix()) if (root / relative).is_file() else None
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root.resolve()) or not target.is_file():
+        return None  # never link outside the run directory
+    return quote(relative.as_posix())
 
 
 def _videos(videos: Sequence[EpisodeVideoLink]) -> Markup:

@@ -24,7 +24,7 @@ def render_summary(run: RunResult) -> str:
     """
     lines = [f"## {run.title()}", ""]
     if not run.complete:
-        lines += ["**Partial results: the run was interrupted.**", ""]
+        lines += [f"**{incomplete_reason(run, short=True)}**", ""]
     if run.has_suites:
         lines += [*_suite_table(run), "", "<details><summary>Per task</summary>", ""]
         lines += [*_summary_task_table(run), "", "</details>", ""]
@@ -60,6 +60,22 @@ def render_comparison_summary(runs: Sequence[RunResult], labels: Sequence[str]) 
     warning = comparability_warning(runs)
     caption = "Success % (95% Wilson interval)." + (f" **{warning}**" if warning else "")
     return "\n".join(["## Comparison", "", *table, "", caption, "", *notes, ""])
+
+
+def incomplete_reason(run: RunResult, short: bool = False) -> str:
+    """Why a run's numbers are partial, and what to type to complete them."""
+    if run.n_episodes_failed:
+        text = (
+            f"Partial results: {run.n_episodes_failed} episode(s) failed because of the evaluation "
+            "harness, not the policy, and are left out of every rate."
+        )
+    else:
+        text = "Partial results: the run was interrupted."
+        if not short:
+            text = text[:-1] + f" after {run.overall.n_episodes} episodes."
+    if short:
+        return text
+    return text + " Continue it with the same command plus --eval.resume=true."
 
 
 def settings_sentence(run: RunResult) -> str:

@@ -26,6 +26,9 @@ from lerobot.utils.io import to_strict_json
 
 EVAL_INFO_FILENAME = "eval_info.json"
 
+RESULT_KEYS = ("per_task", "per_episode", "overall", "aggregated")
+"""Top-level keys of which an eval_info.json (ours or LeRobot's) has at least one."""
+
 TaskKey = tuple[str, int]
 """(task group, task id): a task's identity within a run."""
 
@@ -115,6 +118,7 @@ class Summary:
     """
 
     n_episodes: int
+    """Episodes the rates are computed over: those that ran to their end (not `n_episodes_failed`)."""
     n_successes: int | None
     pc_success: float | None
     pc_success_ci95: tuple[float, float] | None
@@ -124,9 +128,13 @@ class Summary:
     avg_episode_length: float | None
     eval_s: float | None
     video_paths: tuple[str, ...] = ()
+    n_episodes_failed: int = 0
+    """Episodes that failed for good because of the harness (crash, hang, reset error, server
+    gone): not the policy's failures, so left out of every rate and average."""
 
     @classmethod
-    def of(cls, episodes: Sequence[EpisodeResult], eval_s: float) -> Summary:
+    def of(cls, all_episodes: Sequence[EpisodeResult], eval_s: float) -> Summary:
+        episodes = scored(all_episodes)
         n_successes = sum(1 for e in episodes if e.success)
         interval = pc_wilson_interval(n_successes, len(episodes))
         return cls(
@@ -140,6 +148,7 @@ class Summary:
             avg_episode_length=_mean([e.n_steps or 0 for e in episodes]),
             eval_s=eval_s,
             video_paths=tuple(e.video_path for e in episodes if e.video_path),
+            n_episodes_failed=len(all_episodes) - len(episodes),
         )
 
     @property
@@ -154,8 +163,9 @@ class Summary:
         return (self.pc_success or 0.0) / 100.0
 
     def to_json(self) -> dict[str, Any]:
-        """LeRobot's aggregate keys plus the success count and its interval, in file order."""
-        return {
+        """LeRobot's aggregate keys plus the success count and its interval, in file order;
+        `n_episodes_failed` only when some episode failed for good."""
+        block = {
             "pc_success": self.pc_success,
             "pc_success_ci95": list(self.pc_success_ci95) if self.pc_success_ci95 else None,
             "n_successes": self.n_successes,
@@ -168,6 +178,9 @@ class Summary:
             "eval_ep_s": self.eval_ep_s,
             "video_paths": list(self.video_paths),
         }
+        if self.n_episodes_failed:
+            block["n_episodes_failed"] = self.n_episodes_failed
+        return block
 
     @classmethod
     def from_json(cls, metrics: Mapping[str, Any]) -> Summary:
@@ -191,7 +204,13 @@ class Summary:
             avg_episode_length=metrics.get("avg_episode_length"),
             eval_s=metrics.get("eval_s"),
             video_paths=tuple(metrics.get("video_paths") or ()),
+            n_episodes_failed=int(metrics.get("n_episodes_failed") or 0),
         )
+
+
+def scored(episodes: Iterable[EpisodeResult]) -> list[EpisodeResult]:
+    """The episodes that count for the policy: all but those the harness failed."""
+    return [e for e in episodes if not e.failure_reason]
 
 
 @dataclass(frozen=True)
@@ -228,10 +247,11 @@ class TaskResult:
     def to_json(self) -> dict[str, Any]:
         """The task's `per_task` entry: its summary plus LeRobot's per-episode lists."""
         metrics = self.summary.to_json()
+        counted = scored(self.episodes)
         metrics.update(
-            sum_rewards=[e.sum_reward for e in self.episodes],
-            max_rewards=[e.max_reward for e in self.episodes],
-            successes=[e.success for e in self.episodes],
+            sum_rewards=[e.sum_reward for e in counted],
+            max_rewards=[e.max_reward for e in counted],
+            successes=[e.success for e in counted],
         )
         return {
             "task_group": self.group,
@@ -261,7 +281,8 @@ class RunResult:
     """Per-suite summaries, suites in the order their first task appears."""
     overall: Summary
     complete: bool
-    """False when the run was interrupted, or a merge lacks episodes."""
+    """False when the run was interrupted, a merge lacks episodes, or an episode failed for
+    good because of the harness (`--eval.resume=true` re-runs those)."""
     n_episodes_retried: int
     """Episodes that needed at least one re-run after a crash or hang."""
     n_episodes_failed: int
@@ -280,13 +301,14 @@ class RunResult:
         """The run of these tasks; `eval_s` is the run's wall time."""
         tasks = tuple(tasks)
         episodes = [e for task in tasks for e in task.episodes]
+        n_failed = sum(1 for e in episodes if e.failure_reason)
         return cls(
             tasks=tasks,
             groups=_group_summaries(tasks),
             overall=Summary.of(episodes, eval_s),
-            complete=complete,
+            complete=complete and not n_failed,
             n_episodes_retried=sum(1 for e in episodes if e.retries),
-            n_episodes_failed=sum(1 for e in episodes if e.failure_reason),
+            n_episodes_failed=n_failed,
             **extra,
         )
 
@@ -372,6 +394,12 @@ def load_run(output_dir: Path) -> RunResult:
         info = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UnreadableResultsError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(info, dict):
+        raise UnreadableResultsError(
+            f"{path}: not an eval_info.json (a JSON {type(info).__name__}, not an object)"
+        )
+    if not any(info.get(key) for key in RESULT_KEYS):
+        raise UnreadableResultsError(f"{path}: holds no results (none of {', '.join(RESULT_KEYS)})")
     return run_from_eval_info(info, Path(output_dir))
 
 

@@ -105,6 +105,15 @@ class RunCollector:
         episodes = self.episodes[task.key]
         result = TaskResult.of(task, episodes.values(), self.eval_s[task.key])
         summary = result.summary
+        if not summary.n_episodes:
+            logger.info(
+                "%s task %d (%s): no episodes ran to their end (%d failed for good)",
+                task.group or "task",
+                task.task_id,
+                task.name,
+                summary.n_episodes_failed,
+            )
+            return
         low, high = summary.pc_success_ci95 or (0.0, 0.0)
         logger.info(
             "%s task %d (%s): %.1f%% success (95%% CI %.1f-%.1f) over %d episodes (%d run now) in %.1fs",

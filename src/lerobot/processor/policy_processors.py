@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import Tensor
 
@@ -143,12 +143,7 @@ def _normalizer_from_step(directory: Path, filename: str, step: Mapping[str, Any
     norm_map = {FeatureType(k): NormalizationMode(v) for k, v in config.get("norm_map", {}).items()}
     stats: dict[str, dict[str, Tensor]] = {}
     if step.get("state_file"):
-        state_path = directory / step["state_file"]
-        if not state_path.is_file():
-            raise CheckpointError(
-                f"--policy.path={directory}: {step['state_file']} (named in {filename}) is missing"
-            )
-        for flat_key, tensor in load_file(state_path).items():
+        for flat_key, tensor in _read_state_file(directory, filename, step["state_file"]).items():
             key, stat = flat_key.rsplit(".", 1)
             stats.setdefault(key, {})[stat] = tensor
     only = config.get("normalize_observation_keys")
@@ -158,6 +153,21 @@ def _normalizer_from_step(directory: Path, filename: str, step: Mapping[str, Any
         )
     except ValueError as exc:
         raise CheckpointError(f"--policy.path={directory}: {filename}: {exc}") from None
+
+
+def _read_state_file(directory: Path, filename: str, state_file: str) -> dict[str, Tensor]:
+    """The statistics a pipeline step names; only a file inside the checkpoint directory is read."""
+    where = f"--policy.path={directory}: {state_file} (named in {filename})"
+    state_path = (directory / state_file).resolve()
+    if not state_path.is_relative_to(directory.resolve()):
+        raise CheckpointError(f"{where} lies outside the checkpoint directory; refusing to read it")
+    if not state_path.is_file():
+        raise CheckpointError(f"{where} is missing")
+    try:
+        return load_file(state_path)
+    except (SafetensorError, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"{where} is not a readable safetensors file ({first_line})") from None
 
 
 def read_legacy_normalizers(directory: Path, cfg: CheckpointPolicyConfig) -> tuple[Normalizer, Normalizer]:

@@ -21,7 +21,7 @@ from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.evaluation.evaluate import evaluate
 from lerobot.evaluation.lerobot_compat import eval_policy, eval_policy_all
 from lerobot.scripts.cli import start_cli
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, ResultsWriteError
 from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
 
 __all__ = ["eval_policy", "eval_policy_all", "main"]
@@ -36,19 +36,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with interrupts_as_exceptions():
             run = evaluate(cfg)
-    except ConfigError as exc:
+    except (ConfigError, ResultsWriteError) as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
     except Interrupted as exc:
         logger.error("stopped by %s; finished episodes are in %s", exc.signal_name, cfg.output_dir)
         return exc.exit_code
-    logger.info(
-        "overall success %.1f%% over %d episodes in %.1fs; results in %s",
-        100 * run.overall.success_rate,
-        run.overall.n_episodes,
-        run.overall.eval_s,
-        cfg.output_dir,
-    )
+    if run.overall.n_episodes:
+        logger.info(
+            "overall success %.1f%% over %d episodes in %.1fs; results in %s",
+            100 * run.overall.success_rate,
+            run.overall.n_episodes,
+            run.overall.eval_s,
+            cfg.output_dir,
+        )
+    else:
+        logger.warning(
+            "no episodes ran to their end (check --eval.shard and --eval.n_episodes); results in %s",
+            cfg.output_dir,
+        )
+    if run.n_episodes_failed:
+        logger.error(
+            "%d episodes failed for good because of the harness, not the policy; they are left out "
+            "of the rates: re-run them with the same command plus --eval.resume=true",
+            run.n_episodes_failed,
+        )
+        return EXIT_INCOMPLETE
     return 0
 
 

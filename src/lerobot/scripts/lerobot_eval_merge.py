@@ -14,7 +14,7 @@ from pathlib import Path
 import lerobot.envs  # noqa: F401  (registers --env.type values, needed to read run configs)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.evaluation.merge import merge_runs
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, ResultsWriteError
 from lerobot.utils.logging_utils import init_logging
 
 logger = logging.getLogger(__name__)
@@ -25,10 +25,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lerobot-eval-merge", description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path, help="output directories of the shards")
     parser.add_argument("--output_dir", type=Path, required=True, help="where the merged results go")
+    parser.add_argument(
+        "--overwrite",
+        type=_boolean,
+        default=False,
+        metavar="{true,false}",
+        help="replace the results an existing --output_dir holds (default: refuse)",
+    )
     args = parser.parse_args(argv)
     try:
-        run = merge_runs(args.run_dirs, args.output_dir)
-    except ConfigError as exc:
+        run = merge_runs(args.run_dirs, args.output_dir, overwrite=args.overwrite)
+    except (ConfigError, ResultsWriteError) as exc:
         sys.stderr.write(f"lerobot-eval-merge: {exc}\n")
         return USAGE_EXIT_CODE
     missing = run.missing_episodes
@@ -38,7 +45,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         run.overall.pc_success or 0.0,
         f"; {len(missing)} episodes missing (see missing_episodes)" if missing else "",
     )
-    return 0 if not missing else 1
+    if missing:
+        return 1
+    return EXIT_INCOMPLETE if run.n_episodes_failed else 0
+
+
+def _boolean(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"{value!r}: true or false")
+    return value.lower() == "true"
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from lerobot.utils.errors import ResultsWriteError
+
 
 def to_strict_json(value: Any) -> Any:
     """Replace NaN and infinities by None, recursively, so the output is strict JSON."""
@@ -35,8 +37,11 @@ def write_text_atomic(text: str, path: Path) -> Path:
     results on a shared disk stay readable by the rest of the team.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -44,10 +49,19 @@ def write_text_atomic(text: str, path: Path) -> Path:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_current_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise cannot_write(path, exc) from None
         raise
     return path
+
+
+def cannot_write(path: Path, exc: OSError) -> ResultsWriteError:
+    """One line naming the file and the reason (disk full, read-only file system, ...)."""
+    return ResultsWriteError(
+        f"{path}: cannot write ({exc.strerror or exc}); free space or choose another --output_dir"
+    )
 
 
 def _current_umask() -> int:
