@@ -11,6 +11,7 @@ import abc
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import draccus
 
@@ -38,6 +39,9 @@ class CheckpointPolicyConfig(PreTrainedConfig):
     Field names follow LeRobot's config.json, so a checkpoint's config loads unchanged and
     any field can be overridden from the command line (`--policy.n_action_steps=10`).
     """
+
+    blank_cameras_in_preprocessor: ClassVar[bool] = True
+    """The preprocessor fills missing cameras with black frames (False: the model handles them)."""
 
     n_obs_steps: int = 1
     """Observations (current and past) the policy reads per decision."""
