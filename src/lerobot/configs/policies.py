@@ -62,6 +62,10 @@ class CheckpointPolicyConfig(PreTrainedConfig):
         if self.empty_cameras < 0:
             raise ConfigError(f"--policy.empty_cameras={self.empty_cameras}: must be 0 or more")
 
+    def task_steps(self) -> list:
+        """Instruction steps (lerobot.processor.language) a fresh policy's preprocessor runs."""
+        return []
+
     @property
     def image_features(self) -> dict[str, PolicyFeature]:
         return {k: ft for k, ft in self.input_features.items() if ft.type is FeatureType.VISUAL}

@@ -244,6 +244,18 @@ class SmolVLAConfig(CheckpointPolicyConfig):
                 self.empty_cameras,
             )
 
+    def task_steps(self) -> list:
+        """LeRobot's instruction steps for a fresh SmolVLA: newline, then its VLM's tokenizer."""
+        from lerobot.processor.language import NewlineTask, TaskTokenizer, TokenizerSettings
+
+        settings = TokenizerSettings(
+            tokenizer_name=self.vlm_model_name,
+            max_length=self.tokenizer_max_length,
+            padding=self.pad_language_to,
+            padding_side="right",
+        )
+        return [NewlineTask(), TaskTokenizer(settings)]
+
     def lr_factor(self, step: int, total_steps: int) -> float:
         """LeRobot's cosine-with-warm-up schedule for SmolVLA, as a factor of optimizer_lr.
 
