@@ -177,6 +177,8 @@ def test_lerobot_eval_parses_the_checkpoint_with_the_seeds_flags(smolvla_dirs):
     cfg = parse_config(EvalPipelineConfig, argv)
     policy = cfg.policy
     assert isinstance(policy, SmolVLAConfig) and (policy.n_action_steps, policy.empty_cameras) == (10, 2)
+    assert make_policy(policy).config.n_action_steps == 10
+    # The blank cameras are declared when the policy is built, as LeRobot's validate_features does.
     assert [k for k in policy.image_features if "empty_camera" in k] == [
         "observation.images.empty_camera_0",
         "observation.images.empty_camera_1",
@@ -185,7 +187,6 @@ def test_lerobot_eval_parses_the_checkpoint_with_the_seeds_flags(smolvla_dirs):
     # its length is the policy's business (padded to max_state_dim), as in LeRobot.
     with pytest.raises(CliError, match="map at least one"):
         parse_config(EvalPipelineConfig, argv[:2] + ["--policy.device=cpu"])
-    assert make_policy(policy).config.n_action_steps == 10
 
 
 @pytest.mark.parametrize(

@@ -68,6 +68,19 @@ def read_entries(path: Path) -> dict[str, TensorEntry]:
     return entries
 
 
+def to_empty_keeping_ties(module: nn.Module, device: torch.device | str) -> nn.Module:
+    """`module.to_empty(device)`, then tie again what was tied (to_empty gives every module its
+    own storage, which would split a shared embedding and LM head in two)."""
+    groups = [sorted(names) for names in _names_by_parameter(module).values() if len(names) > 1]
+    module.to_empty(device=device)
+    for first, *others in groups:
+        shared = module.get_parameter(first)
+        for name in others:
+            owner, _, attribute = name.rpartition(".")
+            setattr(module.get_submodule(owner), attribute, shared)
+    return module
+
+
 def load_streaming(module: nn.Module, path: Path) -> None:
     """Fill every parameter and persistent buffer of `module` from `path`, with strict names.
 
@@ -110,10 +123,15 @@ def check_names(
 
 def _aliases(module: nn.Module) -> dict[str, set[str]]:
     """Name -> the other names of the same parameter object."""
+    groups = _names_by_parameter(module).values()
+    return {name: names - {name} for names in groups for name in names if len(names) > 1}
+
+
+def _names_by_parameter(module: nn.Module) -> dict[int, set[str]]:
     names_of: dict[int, set[str]] = {}
     for name, param in module.named_parameters(remove_duplicate=False):
         names_of.setdefault(id(param), set()).add(name)
-    return {name: names - {name} for names in names_of.values() for name in names if len(names) > 1}
+    return names_of
 
 
 def _read_into(f, entry: TensorEntry, target: torch.Tensor) -> None:

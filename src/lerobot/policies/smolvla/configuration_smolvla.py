@@ -131,7 +131,6 @@ class SmolVLAConfig(CheckpointPolicyConfig):
             )
         if self.compile_model:
             logger.warning("--policy.compile_model=true: ignored; SmolVLA runs eagerly here")
-        self.add_empty_camera_features()
 
     def _check_ranges(self) -> None:
         if not 1 <= self.n_action_steps <= self.chunk_size:
@@ -204,8 +203,8 @@ class SmolVLAConfig(CheckpointPolicyConfig):
 
     def add_empty_camera_features(self) -> None:
         """Declare `observation.images.empty_camera_<i>` for each blank camera, as LeRobot's
-        `validate_features` does: they are never in a batch, so the model always adds exactly
-        `empty_cameras` masked blank images after the cameras it has."""
+        `validate_features` does when the policy is built: they are never in a batch, so the
+        model always adds exactly `empty_cameras` masked blank images after the cameras it has."""
         for i in range(self.empty_cameras):
             self.input_features.setdefault(
                 f"{OBS_IMAGES}.empty_camera_{i}", PolicyFeature(FeatureType.VISUAL, EMPTY_CAMERA_SHAPE)

@@ -26,7 +26,7 @@ from lerobot.policies.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointErr
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
 from lerobot.policies.smolvla.vlm_files import resolve_vlm_dir
-from lerobot.policies.streaming_weights import WeightsError, load_streaming
+from lerobot.policies.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.utils.device import resolve_device
 
 logger = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def load_smolvla(directory: Path, config: SmolVLAConfig | None, device: str | to
     target = resolve_device(str(device) if device is not None else config.device)
     with torch.device("meta"):
         policy = SmolVLAPolicy(config, vlm_weights=False)
-    policy.to_empty(device=target)
+    to_empty_keeping_ties(policy, target)
     try:
         load_streaming(policy, directory / WEIGHTS_FILE)
     except (WeightsError, OSError, json.JSONDecodeError) as exc:

@@ -63,6 +63,7 @@ class SmolVLAPolicy(PreTrainedPolicy):
         """A fresh policy. With `load_vlm_weights` (or `vlm_weights=True`) the VLM starts from
         the pretrained weights in `vlm_model_name`, as in LeRobot."""
         super().__init__(config)
+        config.add_empty_camera_features()
         self.model = VLAFlowMatching(config)
         if config.load_vlm_weights if vlm_weights is None else vlm_weights:
             self.model.load_pretrained_vlm()
