@@ -21,19 +21,23 @@ from pathlib import Path
 
 from smolvla_common import full_size_config, parameter_count, write_full_size_vlm
 
+# VmHWM, the process's own peak RSS: getrusage's ru_maxrss would include the parent's peak,
+# which a child inherits across fork and exec.
 LOADER = """
-import json, resource, sys, time
+import json, re, sys, time
 from pathlib import Path
 import torch
-import transformers  # imported before the baseline: every loader needs it
+from transformers import AutoConfig, AutoModel, SmolVLMForConditionalGeneration  # before the baseline: every loader imports them
 from lerobot.policies.smolvla.loading import read_config
 from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
+def peak_kib():
+    return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
 directory = Path(sys.argv[1])
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = peak_kib()
 start = time.perf_counter()
 policy = SmolVLAPolicy.from_pretrained(directory, config=read_config(directory), device="cpu")
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = peak_kib()
 bytes_held = sum(t.numel() * t.element_size() for t in policy.state_dict().values())
 print(json.dumps({"baseline_kib": base, "peak_kib": peak, "load_s": seconds, "model_bytes": bytes_held}))
 """
