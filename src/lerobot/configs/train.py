@@ -17,11 +17,17 @@ from lerobot.utils.errors import ConfigError
 class DatasetConfig:
     root: Path | None = None
     """A LeRobot v3 dataset directory (e.g. written by lerobot-record-sim)."""
+    repo_id: str | None = None
+    """A LeRobot v3 dataset on the hub, read from the hub cache (fetched first when online);
+    --dataset.root wins when both are given."""
     episodes: list[int] | None = None
     """Train on these episodes only, e.g. [0,1]; default all."""
     frame_cache_dir: Path | None = None
     """Where camera frames are decoded to once (memory-mapped while training); default
     <root>/.cache/frames. Point it elsewhere when the dataset directory is read-only."""
+    use_imagenet_stats: bool = False
+    """Normalise cameras with ImageNet's mean and std instead of the dataset's (LeRobot's
+    default is true; it changes nothing for policies that leave images unnormalised, as SmolVLA)."""
 
 
 @dataclass
@@ -37,11 +43,15 @@ class TrainPipelineConfig:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     """The demonstrations: `--dataset.root=<dir>` and optionally `--dataset.episodes=[0,1]`."""
     policy: PreTrainedConfig | None = None
-    """What to train: `--policy.type=act|diffusion` and its settings (`--policy.dim_model=...`)."""
+    """What to train: `--policy.type=act|diffusion|smolvla` and its settings (`--policy.dim_model=...`),
+    or a checkpoint to fine-tune (`--policy.path=...`)."""
     env: EnvConfig | None = None
     """Where to evaluate during training (`--env.type=metaworld --env.task=reach-v3`); none: no eval."""
     eval: EvalConfig = field(default_factory=lambda: EvalConfig(n_episodes=10, max_episodes_rendered=2))
     """Episodes, batch size and videos of each in-training evaluation."""
+    rename_map: dict[str, str] = field(default_factory=dict)
+    """Rename dataset (and in-loop eval) observation keys to the policy's, e.g.
+    '{"observation.images.image": "observation.images.camera1"}'."""
     output_dir: Path | None = None
     """Checkpoints go to <output_dir>/checkpoints/<step>/, evaluations to <output_dir>/eval/step_<N>/;
     default outputs/train/<date>/<time>_<job_name>."""
@@ -72,10 +82,13 @@ class TrainPipelineConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, CheckpointPolicyConfig):
-            raise ConfigError("--policy.type: required; lerobot-train trains act or diffusion")
-        if self.dataset.root is None:
-            raise ConfigError("--dataset.root: required; a dataset written by lerobot-record-sim")
-        self.dataset.root = Path(self.dataset.root)
+            raise ConfigError("--policy.type: required; lerobot-train trains act, diffusion or smolvla")
+        if self.dataset.root is None and self.dataset.repo_id is None:
+            raise ConfigError(
+                "--dataset.root: required (or --dataset.repo_id); a dataset written by lerobot-record-sim"
+            )
+        if self.dataset.root is not None:
+            self.dataset.root = Path(self.dataset.root)
         for flag, value in (
             ("steps", self.steps),
             ("batch_size", self.batch_size),

@@ -11,7 +11,7 @@ from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.policy_processors import make_pre_post_processors
 from lerobot.utils.device import resolve_device
 
-__all__ = ["make_policy", "make_pre_post_processors", "policy_class"]
+__all__ = ["get_policy_class", "make_policy", "make_pre_post_processors", "policy_class"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,15 @@ def policy_class(policy_type: str) -> type[PreTrainedPolicy]:
         from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
 
         return DiffusionPolicy
+    if policy_type == "smolvla":
+        from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
+
+        return SmolVLAPolicy
     raise ValueError(f"--policy.type={policy_type!r}: no model is registered for this type")
+
+
+get_policy_class = policy_class
+"""LeRobot's name for `policy_class`."""
 
 
 def _build(cfg: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy:
@@ -71,6 +79,9 @@ def _load_checkpoint(cfg: CheckpointPolicyConfig) -> PreTrainedPolicy:
         raise CheckpointError(
             f"--policy.type={cfg.type}: needs weights; pass --policy.path=<checkpoint dir or repo id>"
         )
-    policy = policy_class(cfg.type)(cfg)
+    cls = policy_class(cfg.type)
+    if hasattr(cls, "from_pretrained"):  # builds on its device and streams the weights there
+        return cls.from_pretrained(cfg.pretrained_path, config=cfg, device=resolve_device(cfg.device))
+    policy = cls(cfg)
     load_weights(policy, Path(cfg.pretrained_path))
     return policy

@@ -7,15 +7,17 @@ They are built from the files saved next to the checkpoint, in either layout:
   `unnormalize_outputs.buffer_action.std`, ...), with the modes from config.json.
 
 Of the saved pipeline steps, renaming is done by the rollout (`--rename_map`), batching and
-device placement need no step here, and the normalizers are rebuilt; any other step means a
-policy this build cannot evaluate faithfully, and is refused.
+device placement need no step here, the normalizers are rebuilt, and so are the instruction
+steps of language-conditioned policies (newline, tokenizer: see lerobot.processor.language);
+any other step means a policy this build cannot evaluate faithfully, and is refused.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ from lerobot.configs.checkpoint import (
 )
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
+from lerobot.processor.language import TASK_STEP_NAMES, TaskStepError, task_step_from_json
 from lerobot.processor.normalize import Normalizer
 
 logger = logging.getLogger(__name__)
@@ -41,17 +44,26 @@ PASS_THROUGH_STEPS = {"rename_observations_processor", "to_batch_processor", "de
 
 
 class PolicyPreprocessor:
-    """Adds blank frames for missing cameras, then normalises the observation features."""
+    """Adds blank frames for missing cameras, runs the instruction steps (if any), then
+    normalises the observation features."""
 
     def __init__(
-        self, normalizer: Normalizer, image_features: Mapping[str, PolicyFeature], empty_cameras: int
+        self,
+        normalizer: Normalizer,
+        image_features: Mapping[str, PolicyFeature],
+        empty_cameras: int,
+        task_steps: Sequence[Callable[[dict[str, Any]], dict[str, Any]]] = (),
     ):
         self.normalizer = normalizer
         self.image_features = dict(image_features)
         self.empty_cameras = empty_cameras
+        self.task_steps = list(task_steps)
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
-        return self.normalizer.normalize(self.add_blank_cameras(batch))
+        batch = self.add_blank_cameras(batch)
+        for step in self.task_steps:
+            batch = step(batch)
+        return self.normalizer.normalize(batch)
 
     def add_blank_cameras(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Black frames (0 in [0, 1] pixel space) for up to `empty_cameras` missing cameras.
@@ -91,19 +103,34 @@ class PolicyPostprocessor:
 
 
 def make_pre_post_processors(
-    policy_cfg: PreTrainedConfig,
+    policy_cfg: PreTrainedConfig, pretrained_path: str | Path | None = None
 ) -> tuple[PolicyPreprocessor | None, PolicyPostprocessor | None]:
-    """The processors of a checkpoint policy; (None, None) for built-ins that need none."""
-    if not isinstance(policy_cfg, CheckpointPolicyConfig) or policy_cfg.pretrained_path is None:
+    """The processors saved with a checkpoint (`pretrained_path`, default the config's);
+    (None, None) for built-ins that need none."""
+    if pretrained_path is None and isinstance(policy_cfg, CheckpointPolicyConfig):
+        pretrained_path = policy_cfg.pretrained_path
+    if not isinstance(policy_cfg, CheckpointPolicyConfig) or pretrained_path is None:
         return None, None
-    directory = Path(policy_cfg.pretrained_path)
+    directory = Path(pretrained_path)
+    task_steps = []
     if (directory / PREPROCESSOR_FILE).is_file():
         inputs = read_pipeline_normalizer(directory, PREPROCESSOR_FILE, "normalizer_processor")
         outputs = read_pipeline_normalizer(directory, POSTPROCESSOR_FILE, "unnormalizer_processor")
+        task_steps = read_task_steps(directory, PREPROCESSOR_FILE)
     else:
         inputs, outputs = read_legacy_normalizers(directory, policy_cfg)
-    pre = PolicyPreprocessor(inputs, policy_cfg.image_features, policy_cfg.empty_cameras)
+    cameras = policy_cfg.image_features if policy_cfg.blank_cameras_in_preprocessor else {}
+    pre = PolicyPreprocessor(inputs, cameras, policy_cfg.empty_cameras, task_steps)
     return pre, PolicyPostprocessor(outputs)
+
+
+def read_task_steps(directory: Path, filename: str) -> list[Callable[[dict[str, Any]], dict[str, Any]]]:
+    """The instruction steps of a saved pipeline, in their saved order."""
+    steps = json.loads((directory / filename).read_text())["steps"]
+    try:
+        return [task_step_from_json(step) for step in steps if step.get("registry_name") in TASK_STEP_NAMES]
+    except TaskStepError as exc:
+        raise CheckpointError(f"--policy.path={directory}: {filename}: {exc}") from None
 
 
 def read_pipeline_normalizer(directory: Path, filename: str, step_name: str) -> Normalizer:
@@ -123,10 +150,11 @@ def read_pipeline_normalizer(directory: Path, filename: str, step_name: str) -> 
         name = step.get("registry_name") or step.get("class", "?")
         if name == step_name:
             found = step
-        elif name not in PASS_THROUGH_STEPS:
+        elif name not in PASS_THROUGH_STEPS | set(TASK_STEP_NAMES):
+            runs = sorted(PASS_THROUGH_STEPS | set(TASK_STEP_NAMES) | {step_name})
             raise CheckpointError(
                 f"--policy.path={directory}: {filename} has a step {name!r} this build does not run "
-                f"(it runs {', '.join(sorted(PASS_THROUGH_STEPS | {step_name}))})"
+                f"(it runs {', '.join(runs)})"
             )
         _warn_on_dtype(step, filename)
     if found is None:
@@ -158,8 +186,9 @@ def _normalizer_from_step(directory: Path, filename: str, step: Mapping[str, Any
 def _read_state_file(directory: Path, filename: str, state_file: str) -> dict[str, Tensor]:
     """The statistics a pipeline step names; only a file inside the checkpoint directory is read."""
     where = f"--policy.path={directory}: {state_file} (named in {filename})"
-    state_path = (directory / state_file).resolve()
-    if not state_path.is_relative_to(directory.resolve()):
+    # Normalised, not resolved: a hub snapshot's files are symlinks into the cache's blobs.
+    state_path = Path(os.path.normpath(directory / state_file))
+    if not state_path.is_relative_to(Path(os.path.normpath(directory))):
         raise CheckpointError(f"{where} lies outside the checkpoint directory; refusing to read it")
     if not state_path.is_file():
         raise CheckpointError(f"{where} is missing")

@@ -1,4 +1,4 @@
-"""`lerobot-train`: train ACT or Diffusion Policy on a recorded dataset, evaluating as it goes.
+"""`lerobot-train`: train ACT, Diffusion Policy or SmolVLA on a recorded dataset, evaluating as it goes.
 
     lerobot-train --policy.type=act --dataset.root=data/reach_expert \\
         --env.type=metaworld --env.task=reach-v3 --steps=2000 --batch_size=16 \\

@@ -8,7 +8,8 @@ repeat its first or last frame; actions past its end are marked in `action_is_pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -17,7 +18,7 @@ from torch import Tensor
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.datasets.reader import EpisodeFrames
-from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_STATE
+from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_STATE, TASK
 
 VECTOR_TYPES = {OBS_STATE: FeatureType.STATE, OBS_ENV_STATE: FeatureType.ENV}
 
@@ -33,6 +34,27 @@ def dataset_features(frames: EpisodeFrames) -> tuple[dict[str, PolicyFeature], d
             inputs[key] = PolicyFeature(VECTOR_TYPES[key], (values.shape[1],))
     outputs = {ACTION: PolicyFeature(FeatureType.ACTION, (frames.vectors[ACTION].shape[1],))}
     return inputs, outputs
+
+
+def rename_frames(frames: EpisodeFrames, rename_map: Mapping[str, str]) -> EpisodeFrames:
+    """The same frames with feature keys renamed (`--rename_map`: dataset key -> policy key)."""
+    if not rename_map:
+        return frames
+    return dataclasses.replace(
+        frames,
+        vectors={rename_map.get(k, k): v for k, v in frames.vectors.items()},
+        images={rename_map.get(k, k): v for k, v in frames.images.items()},
+    )
+
+
+IMAGENET_STATS = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
+
+
+def use_imagenet_stats(stats: dict[str, dict[str, Tensor]], camera_keys: Sequence[str]) -> None:
+    """Replace the cameras' mean and std by ImageNet's, as LeRobot's `use_imagenet_stats` does."""
+    for key in camera_keys:
+        for name, values in IMAGENET_STATS.items():
+            stats.setdefault(key, {})[name] = torch.tensor(values, dtype=torch.float32).reshape(3, 1, 1)
 
 
 def window_offsets(cfg: CheckpointPolicyConfig) -> tuple[list[int], list[int]]:
@@ -85,7 +107,10 @@ class WindowSampler:
         batch = {key: w[:, 0] if len(self.obs_offsets) == 1 else w for key, w in windows.items()}
         batch[ACTION] = self.actions[torch.from_numpy(np.clip(wanted, first, last))]
         batch[ACTION_IS_PAD] = torch.from_numpy((wanted < first) | (wanted > last))
-        return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
+        moved: dict[str, Tensor | list[str]] = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        if self.frames.tasks and self.frames.task_indices is not None:
+            moved[TASK] = [self.frames.tasks[i] for i in self.frames.task_indices[rows]]
+        return moved
 
 
 def compute_stats(frames: EpisodeFrames, max_image_frames: int = 500) -> dict[str, dict[str, Tensor]]:

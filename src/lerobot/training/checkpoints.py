@@ -16,7 +16,7 @@ import enum
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +53,12 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     sampler_generator: torch.Generator,
+    task_steps: Sequence[Any] = (),
 ) -> Path:
     """Write checkpoint `step` and point `last` at it; returns its pretrained_model dir."""
     directory = checkpoint_dir(output_dir, step)
     pretrained = directory / PRETRAINED_DIR
-    save_pretrained(policy, stats, pretrained)
+    save_pretrained(policy, stats, pretrained, task_steps)
     save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler, sampler_generator)
     last = directory.parent / LAST
     tmp = directory.parent / f".{LAST}.tmp"
@@ -68,27 +69,32 @@ def save_checkpoint(
 
 
 def save_pretrained(
-    policy: torch.nn.Module, stats: Mapping[str, Mapping[str, Tensor]], directory: Path
+    policy: torch.nn.Module,
+    stats: Mapping[str, Mapping[str, Tensor]],
+    directory: Path,
+    task_steps: Sequence[Any] = (),
 ) -> None:
+    """config.json, model.safetensors and the processor pipelines, in LeRobot's step order
+    (rename, batch, instruction steps, device, normaliser); statistics files are named by
+    their step's index, as LeRobot names them."""
     directory.mkdir(parents=True, exist_ok=True)
     cfg: CheckpointPolicyConfig = policy.config
     (directory / CONFIG_FILE).write_text(json.dumps(encode_policy_config(cfg), indent=4))
-    state = {key: value.detach().cpu().contiguous() for key, value in policy.state_dict().items()}
-    save_file(state, directory / WEIGHTS_FILE, metadata={"format": "pt"})
+    save_file(_unaliased_state(policy), directory / WEIGHTS_FILE, metadata={"format": "pt"})
     flat = {f"{key}.{name}": t.cpu().contiguous() for key, s in stats.items() for name, t in s.items()}
     norm_map = {kind: str(mode) for kind, mode in cfg.normalization_mapping.items()}
     features = {**cfg.input_features, **cfg.output_features}
-    save_file(flat, directory / PREPROCESSOR_STATS)
+    steps = [
+        {"registry_name": "rename_observations_processor", "config": {"rename_map": {}}},
+        {"registry_name": "to_batch_processor", "config": {}},
+        *(step.to_json() for step in task_steps),
+        {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}},
+    ]
+    stats_file = f"policy_preprocessor_step_{len(steps)}_normalizer_processor.safetensors"
+    steps.append(_normalizer_step("normalizer_processor", features, norm_map, stats_file))
+    save_file(flat, directory / stats_file)
     save_file({k: v for k, v in flat.items() if k.startswith(ACTION + ".")}, directory / POSTPROCESSOR_STATS)
-    preprocessor = {
-        "name": "policy_preprocessor",
-        "steps": [
-            {"registry_name": "rename_observations_processor", "config": {"rename_map": {}}},
-            {"registry_name": "to_batch_processor", "config": {}},
-            {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}},
-            _normalizer_step("normalizer_processor", features, norm_map, PREPROCESSOR_STATS),
-        ],
-    }
+    preprocessor = {"name": "policy_preprocessor", "steps": steps}
     postprocessor = {
         "name": "policy_postprocessor",
         "steps": [
@@ -98,6 +104,18 @@ def save_pretrained(
     }
     (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
     (directory / POSTPROCESSOR_FILE).write_text(json.dumps(postprocessor, indent=2))
+
+
+def _unaliased_state(policy: torch.nn.Module) -> dict[str, Tensor]:
+    """The state dict with each tied parameter under its first name only (safetensors
+    refuses shared tensors; loaders accept any one name of a tied group)."""
+    seen: set[int] = set()
+    dropped = set()
+    for name, param in policy.named_parameters(remove_duplicate=False):
+        if id(param) in seen:
+            dropped.add(name)
+        seen.add(id(param))
+    return {k: v.detach().cpu().contiguous() for k, v in policy.state_dict().items() if k not in dropped}
 
 
 def _normalizer_step(

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch._dynamo  # noqa: F401  (see below)
 
+from lerobot.configs.checkpoint import PREPROCESSOR_FILE
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.configs.types import FeatureType, NormalizationMode
@@ -31,11 +32,18 @@ from lerobot.evaluation.result_files import write_eval_info
 from lerobot.evaluation.rollout import RolloutSettings
 from lerobot.evaluation.runner import run_plan
 from lerobot.policies.checkpoint import load_weights
-from lerobot.policies.factory import policy_class
+from lerobot.policies.factory import make_policy, policy_class
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.normalize import Normalizer
-from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor
-from lerobot.training.batches import WindowSampler, compute_stats, dataset_features, window_offsets
+from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor, read_task_steps
+from lerobot.training.batches import (
+    WindowSampler,
+    compute_stats,
+    dataset_features,
+    rename_frames,
+    use_imagenet_stats,
+    window_offsets,
+)
 from lerobot.training.checkpoints import (
     CHECKPOINTS_DIR,
     LAST,
@@ -62,16 +70,21 @@ class Trainee:
     policy: PreTrainedPolicy
     stats: dict[str, dict[str, torch.Tensor]]
     normalizer: Normalizer
+    task_steps: list = field(default_factory=list)
+    """Instruction steps (newline, tokenizer) of language-conditioned policies; saved with
+    every checkpoint."""
 
     def processors(self) -> tuple[PolicyPreprocessor, PolicyPostprocessor]:
         cfg = self.policy.config
-        return PolicyPreprocessor(self.normalizer, cfg.image_features, 0), PolicyPostprocessor(
-            self.normalizer
-        )
+        cameras = cfg.image_features if cfg.blank_cameras_in_preprocessor else {}
+        preprocessor = PolicyPreprocessor(self.normalizer, cameras, 0, self.task_steps)
+        return preprocessor, PolicyPostprocessor(self.normalizer)
 
     def loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         batch = self.normalizer.normalize(batch)
         batch[ACTION] = self.normalizer.normalize_action(batch[ACTION])
+        for step in self.task_steps:
+            batch = step(batch)
         return self.policy.forward(batch)
 
 
@@ -91,7 +104,8 @@ class TrainResult:
 def train(cfg: TrainPipelineConfig) -> TrainResult:
     """Train cfg.policy on cfg.dataset for cfg.steps steps (from the last checkpoint with --resume)."""
     torch.manual_seed(cfg.seed)
-    frames = load_episodes(cfg.dataset.root, cfg.dataset.episodes, cfg.dataset.frame_cache_dir)
+    frames = load_episodes(dataset_root(cfg), cfg.dataset.episodes, cfg.dataset.frame_cache_dir)
+    frames = rename_frames(frames, cfg.rename_map)
     logger.info(
         "dataset: %d episodes, %d frames at %d fps", len(frames.episode_lengths), frames.n_frames, frames.fps
     )
@@ -138,7 +152,14 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
             started, samples_since = time.perf_counter(), 0
         if cfg.save_freq and (step % cfg.save_freq == 0 or step == cfg.steps):
             path = save_checkpoint(
-                cfg.output_dir, step, policy, trainee.stats, optimizer, scheduler, generator
+                cfg.output_dir,
+                step,
+                policy,
+                trainee.stats,
+                optimizer,
+                scheduler,
+                generator,
+                task_steps=trainee.task_steps,
             )
             result.checkpoints.append(path)
             logger.info("step %d: checkpoint saved to %s", step, path)
@@ -153,31 +174,64 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
     return result
 
 
+def dataset_root(cfg: TrainPipelineConfig) -> Path:
+    """--dataset.root, else the hub cache's snapshot of --dataset.repo_id (fetched when online)."""
+    if cfg.dataset.root is not None:
+        return cfg.dataset.root
+    from lerobot.datasets.hub import resolve_dataset_repo
+
+    return resolve_dataset_repo(cfg.dataset.repo_id)
+
+
 def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
-    """A fresh policy whose features are the dataset's (those the env also provides)."""
+    """The policy to train: a fresh one whose features are the dataset's (those the env also
+    provides), or, with --policy.path, the checkpoint's weights, inputs and instruction steps
+    with the dataset's actions (as LeRobot fine-tunes). Statistics always come from the dataset."""
     policy_cfg: CheckpointPolicyConfig = cfg.policy
     inputs, outputs = dataset_features(frames)
-    if cfg.env is not None:
-        inputs = matching_env_inputs(inputs, cfg.env.policy_features())
+    if cfg.env is not None and not policy_cfg.input_features:
+        env_features = {cfg.rename_map.get(k, k): ft for k, ft in cfg.env.policy_features().items()}
+        inputs = matching_env_inputs(inputs, env_features, policy_cfg)
     if not policy_cfg.input_features:
         policy_cfg.input_features = inputs
-    if not policy_cfg.output_features:
+    if policy_cfg.pretrained_path is not None or not policy_cfg.output_features:
         policy_cfg.output_features = outputs
     policy_cfg.__post_init__()  # re-validate now that the features are known
-    policy = policy_class(policy_cfg.type)(policy_cfg)
+    if policy_cfg.pretrained_path is not None:
+        policy = make_policy(policy_cfg)
+        logger.info("fine-tuning the weights of %s", policy_cfg.pretrained_path)
+    else:
+        policy = policy_class(policy_cfg.type)(policy_cfg)
     stats = {
         key: s
         for key, s in compute_stats(frames).items()
         if key in {**policy_cfg.input_features, **policy_cfg.output_features}
     }
+    if cfg.dataset.use_imagenet_stats:
+        use_imagenet_stats(stats, [k for k in frames.images if k in policy_cfg.input_features])
     norm_map = {FeatureType(k): NormalizationMode(v) for k, v in policy_cfg.normalization_mapping.items()}
     normalizer = Normalizer({**policy_cfg.input_features, **policy_cfg.output_features}, norm_map, stats)
-    return Trainee(policy, stats, normalizer)
+    return Trainee(policy, stats, normalizer, trainee_task_steps(policy_cfg))
 
 
-def matching_env_inputs(inputs: dict, env_features: dict) -> dict:
-    """The dataset inputs the env provides; an image size mismatch is an error, not a surprise."""
+def trainee_task_steps(policy_cfg: CheckpointPolicyConfig) -> list:
+    """A checkpoint's saved instruction steps (LeRobot fine-tunes with its pretrained
+    pipeline), else those of a fresh policy of this type."""
+    if policy_cfg.pretrained_path is not None:
+        directory = Path(policy_cfg.pretrained_path)
+        if (directory / PREPROCESSOR_FILE).is_file():
+            return read_task_steps(directory, PREPROCESSOR_FILE)
+    return policy_cfg.task_steps()
+
+
+def matching_env_inputs(
+    inputs: dict, env_features: dict, policy_cfg: CheckpointPolicyConfig | None = None
+) -> dict:
+    """The dataset inputs the env provides; an image size mismatch is an error, not a surprise
+    (unless the policy resizes its images itself, as SmolVLA does)."""
     kept = {key: ft for key, ft in inputs.items() if key in env_features}
+    if getattr(policy_cfg, "resize_imgs_with_padding", None) is not None:
+        return kept
     for key, feature in kept.items():
         if feature.type is FeatureType.VISUAL and tuple(env_features[key].shape) != tuple(feature.shape):
             _, height, width = feature.shape
@@ -193,6 +247,8 @@ def make_optimizer(cfg: TrainPipelineConfig, policy: PreTrainedPolicy):
     """AdamW (the backbone at its own rate when the policy has one), linear warm-up then cosine
     decay to 10% of the rate at the last step."""
     lr = cfg.lr if cfg.lr is not None else getattr(cfg.policy, "optimizer_lr", 1e-4)
+    betas = tuple(getattr(cfg.policy, "optimizer_betas", (0.9, 0.999)))
+    eps = getattr(cfg.policy, "optimizer_eps", 1e-8)
     weight_decay = (
         cfg.weight_decay
         if cfg.weight_decay is not None
@@ -207,7 +263,11 @@ def make_optimizer(cfg: TrainPipelineConfig, policy: PreTrainedPolicy):
         ]
     else:
         groups = [{"params": [p for _, p in named if p.requires_grad]}]
-    optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+    optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    if hasattr(cfg.policy, "lr_factor"):  # the policy's own schedule (SmolVLA: LeRobot's preset)
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: cfg.policy.lr_factor(step, cfg.steps)
+        )
 
     def schedule(step: int) -> float:
         if step < cfg.warmup_steps:
@@ -240,6 +300,7 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
         cfg.eval,
         cfg.seed,
         use_amp=cfg.policy.use_amp,
+        rename_map=cfg.rename_map,
         videos_dir=out / "videos",
         preprocessor=preprocessor,
         postprocessor=postprocessor,

@@ -13,3 +13,6 @@ TASK = "task"
 # The benchmark's own task name per batch row (e.g. "push-v3"); scripted experts need it
 # because several tasks share one description.
 ENV_TASK = "env_task"
+# Tokenised instruction (language-conditioned policies): token ids and which ones are real.
+OBS_LANGUAGE_TOKENS = "observation.language.tokens"
+OBS_LANGUAGE_ATTENTION_MASK = "observation.language.attention_mask"

@@ -1,0 +1,1 @@
+from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig  # noqa: F401
