@@ -31,7 +31,7 @@ from lerobot.evaluation.result_files import write_eval_info
 from lerobot.evaluation.rollout import RolloutSettings
 from lerobot.evaluation.runner import run_plan
 from lerobot.policies.checkpoint import load_weights
-from lerobot.policies.factory import policy_class
+from lerobot.policies.factory import get_policy_class
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.normalize import Normalizer
 from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor
@@ -164,7 +164,7 @@ def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
     if not policy_cfg.output_features:
         policy_cfg.output_features = outputs
     policy_cfg.__post_init__()  # re-validate now that the features are known
-    policy = policy_class(policy_cfg.type)(policy_cfg)
+    policy = get_policy_class(policy_cfg.type)(policy_cfg)
     stats = {
         key: s
         for key, s in compute_stats(frames).items()
