@@ -104,6 +104,14 @@ def test_recordings_default_to_the_output_dir_as_in_lerobot(tmp_path):
             ["--policy.device=gpu"],
             r"^--policy.device='gpu': unknown device; choose cpu, cuda, cuda:<index>, mps or xpu",
         ),
+        (
+            ["--eval.backend=ray", "--env.max_parallel_tasks=2"],
+            r"^--env.max_parallel_tasks=2: only used by the local backend",
+        ),
+        (
+            ["--eval.backend=ray", "--eval.recording=true"],
+            r"^--eval.recording=true: only the local backend records",
+        ),
     ],
 )
 def test_lerobot_flags_are_checked_when_parsed(flags, message):
