@@ -97,6 +97,11 @@ class TrainPipelineConfig:
             if value < 0:
                 raise ConfigError(f"--{flag}={value}: must be 0 or a positive integer")
         _refuse_run_level_eval_flags(self.eval)
+        if self.env is not None and getattr(self.env, "max_parallel_tasks", 1) != 1:
+            raise ConfigError(
+                f"--env.max_parallel_tasks={self.env.max_parallel_tasks}: not used by lerobot-train "
+                "(in-training evaluation runs its tasks one by one); remove it"
+            )
         if self.eval_freq and self.env is None:
             raise ConfigError(
                 f"--eval_freq={self.eval_freq}: needs --env.type (and --env.task); or pass --eval_freq=0"
