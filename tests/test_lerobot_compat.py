@@ -10,6 +10,8 @@ episodes), which are our extra `--env.*` settings. Real Meta-World, real ACT wei
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 from pathlib import Path
 
@@ -17,7 +19,8 @@ import pytest
 
 from tests.policies.checkpoints import materialize
 
-pytestmark = pytest.mark.slow
+# What LeRobot 0.6.1's own source declares (scripts/make_lerobot_signatures.py).
+SIGNATURES = json.loads((Path(__file__).parent / "fixtures" / "lerobot_0_6_1_signatures.json").read_text())
 
 SMALL = {"observation_height": 96, "observation_width": 96, "episode_length": 4, "fast_render": True}
 
@@ -135,6 +138,30 @@ def run_lerobot_user_script(checkpoint: Path, output_dir: Path) -> dict:
     return found
 
 
+@pytest.mark.parametrize("qualified_name", sorted(SIGNATURES["signatures"]))
+def test_public_functions_accept_every_call_lerobots_accept(qualified_name):
+    """Same module path, parameter names, order, kinds and defaults; ours may add keyword-only
+    parameters after LeRobot's, and may give a default where LeRobot requires the argument."""
+    module, _, name = qualified_name.rpartition(".")
+    ours = list(
+        inspect.signature(inspect.unwrap(getattr(importlib.import_module(module), name))).parameters.values()
+    )
+    theirs = SIGNATURES["signatures"][qualified_name]
+    named = [p for p in ours if p.kind is not p.VAR_KEYWORD]
+    for position, expected in enumerate(p for p in theirs if p["kind"] != "VAR_KEYWORD"):
+        actual = named[position]
+        assert actual.name == expected["name"], f"parameter {position}: {actual.name} != {expected['name']}"
+        allowed = {expected["kind"], "POSITIONAL_OR_KEYWORD"}
+        assert actual.kind.name in allowed, f"{actual.name}: {actual.kind.name}, LeRobot {expected['kind']}"
+        if expected["default"] is not None:
+            assert repr(actual.default) == expected["default"], f"{actual.name}: default {actual.default!r}"
+    extra = named[len([p for p in theirs if p["kind"] != "VAR_KEYWORD"]) :]
+    assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in extra), extra
+    if any(p["kind"] == "VAR_KEYWORD" for p in theirs):
+        assert any(p.kind is p.VAR_KEYWORD for p in ours)
+
+
+@pytest.mark.slow
 def test_a_lerobot_user_script_runs_unchanged(tmp_path, one_torch_thread):
     checkpoint = materialize("act", tmp_path / "act")
 

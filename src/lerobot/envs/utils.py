@@ -95,19 +95,19 @@ def sub_env_attribute(env: Any, name: str) -> list[Any] | None:
         return None
 
 
-def close_envs(envs: Any) -> None:
+def close_envs(obj: Any) -> None:
     """Close an env, or every env of a (nested) dict or list of them, such as `make_env` returns.
 
     A failure to close one env is logged and the others are still closed.
     """
-    if isinstance(envs, Mapping):
-        for value in envs.values():
+    if isinstance(obj, Mapping):
+        for value in obj.values():
             close_envs(value)
-    elif isinstance(envs, Sequence) and not isinstance(envs, str | bytes):
-        for value in envs:
+    elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes):
+        for value in obj:
             close_envs(value)
-    elif hasattr(envs, "close"):
+    elif hasattr(obj, "close"):
         try:
-            envs.close()
+            obj.close()
         except Exception:  # closing must go on for the other envs
-            logger.exception("failed to close %r", envs)
+            logger.exception("failed to close %r", obj)
