@@ -79,7 +79,7 @@ def test_task_ids_keep_their_suite_ids_and_factory_is_lazy():
     assert not env.started
     assert env.metadata == {
         "autoreset_mode": None,
-        "render_fps": 30,
+        "render_fps": 20,
         "task": "open_the_top_drawer_and_put_the_bowl_inside",
         "task_description": "open the top drawer and put the bowl inside",
     }
