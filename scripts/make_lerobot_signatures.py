@@ -24,7 +24,12 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "lerobot_0_6_1_signatures.json"
 PUBLIC = {
-    "lerobot.policies.factory": ["make_policy", "make_pre_post_processors", "get_policy_class", "make_policy_config"],
+    "lerobot.policies.factory": [
+        "make_policy",
+        "make_pre_post_processors",
+        "get_policy_class",
+        "make_policy_config",
+    ],
     "lerobot.envs.factory": ["make_env", "make_env_config", "make_env_pre_post_processors"],
     "lerobot.envs.utils": ["preprocess_observation", "close_envs"],
     "lerobot.scripts.lerobot_eval": ["eval_main", "eval_policy", "eval_policy_all", "rollout"],
@@ -61,7 +66,9 @@ def describe(tree: ast.Module, name: str) -> list[dict[str, str | None]]:
 
 def main() -> None:
     signatures = {
-        f"{module}.{name}": describe(module_source(module), name) for module, names in PUBLIC.items() for name in names
+        f"{module}.{name}": describe(module_source(module), name)
+        for module, names in PUBLIC.items()
+        for name in names
     }
     document = {"lerobot_version": importlib.metadata.version("lerobot"), "signatures": signatures}
     OUT.write_text(json.dumps(document, indent=1) + "\n")
