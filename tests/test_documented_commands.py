@@ -12,7 +12,7 @@ What counts as a command line: the program name (also as `.venv/bin/lerobot-eval
 `--flag`, after joining backslash continuations. The arguments are split as a POSIX shell would
 (`shlex`) up to the first `&&`, `|`, `;`, redirection or comment; in markdown, up to the closing
 backtick of an inline code span. A mention in prose ("`lerobot-eval` writes ...") has no flag
-after it and is not a command; `--help` lines are skipped.
+after it and is not a command. A `--help` line must print the help (exit 0), not fail to parse.
 
 Placeholders: in a workflow, `${{ matrix.* }}` is expanded over the job's matrix (one command per
 combination) and `${{ env.X }}`, `$X`, `${X}` take the workflow's, job's or step's `env:` value.
@@ -44,7 +44,8 @@ import yaml
 
 import lerobot.envs  # noqa: F401  (registers --env.type values, as the CLI does)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
-from lerobot.configs.parser import CliError, parse_config
+from lerobot.configs.help import wants_help
+from lerobot.configs.parser import CliError, HelpRequested, parse_config
 from lerobot.configs.policies import PreTrainedConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,8 +148,8 @@ def commands_in_text(
     found = []
     for number, line in logical_lines(text):
         for args in command_args(line, program):
-            if not args or not args[0].startswith("--") or {"--help", "-h"} & set(args):
-                continue  # prose mentioning the program, or a --help line
+            if not args or not args[0].startswith("--"):
+                continue  # prose mentioning the program
             where = f"{source}:{first_line + number - 1}" if first_line else source
             found.append(DocumentedCommand(program, where, tuple(args)))
     return found
@@ -299,6 +300,10 @@ def check_parses(command: DocumentedCommand) -> None:
         pytest.skip(
             f"{command.source}: the {env} extra is not installed (no {', '.join(missing)}); its config needs it"
         )
+    if wants_help(args):
+        with pytest.raises(HelpRequested, match=f"usage: {command.program}"):
+            parse_config(config_class(command.program), args, prog=command.program)
+        return
     try:
         cfg = parse_config(config_class(command.program), args, prog=command.program)
     except CliError as exc:
@@ -349,7 +354,7 @@ def test_documented_train_and_record_command_parses(command):
     [
         ("`lerobot-eval` writes eval_info.json", []),
         ("pass a full `lerobot-eval ...` command", []),
-        ("lerobot-eval --help", []),
+        ("lerobot-eval --help", [("--help",)]),
         ("run `lerobot-eval --env.type=metaworld` and wait", [("--env.type=metaworld",)]),
         (
             ".venv/bin/lerobot-eval --env.type=metaworld \\\n    --env.task='push-v3' 2>&1 | tee log",

@@ -7,37 +7,43 @@ Runs inside a benchmark image, where the project and that benchmark's extra are 
 
 The output maps "<suite>_<task_id>" to the natural-language instruction, e.g.
 {"push-v3_0": "Push the puck to a goal", "easy_0": "..."}. The ids are the `task_id`s that
-`lerobot-eval` reports in eval_info.json and in its video folders, so CI can label both.
+`lerobot-eval` reports in eval_info.json and in its video folders, so CI can label both
+(`--task metaworld-push-v3` gives `metaworld-push-v3_0`, as LeRobot names it).
 Descriptions come from the tables this package ships; no simulator starts.
+
+Like LeRobot's script, it never fails a CI job: an unknown env or task, or a benchmark whose
+extra is not installed, is a one-line warning and an empty `{}` file, with exit code 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
 
-ENVS = ("libero", "metaworld")
-USAGE_EXIT_CODE = 2
-
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", required=True, choices=ENVS, help="benchmark, as in --env.type")
+    parser.add_argument("--env", required=True, help="benchmark, as in --env.type (libero, metaworld)")
     parser.add_argument("--task", required=True, help="task spec, as in --env.task (e.g. libero_10, easy)")
+    parser.add_argument(
+        "--task-ids", default=None, help="comma-separated task ids to keep, as --env.task_ids (LIBERO)"
+    )
     parser.add_argument("--output", required=True, type=Path, help="JSON file to write")
     return parser.parse_args(argv)
 
 
-def task_descriptions(env: str, task: str) -> dict[str, str]:
+def task_descriptions(env: str, task: str, task_ids: list[int] | None = None) -> dict[str, str]:
     """{"<suite>_<task_id>": instruction} for every task `--env.type=env --env.task=task` runs."""
-    # The benchmark's module registers its config type; lerobot.envs may not import every one.
-    importlib.import_module(f"lerobot.envs.{env}")
+    import lerobot.envs  # noqa: F401  (registers the benchmarks' config types)
     from lerobot.envs.factory import make_env_config
+    from lerobot.utils.import_utils import register_third_party_plugins
 
+    register_third_party_plugins()
     cfg = make_env_config(env, task=task)
+    if task_ids is not None and hasattr(cfg, "task_ids"):  # LIBERO's; Meta-World has no ids to pick
+        cfg = make_env_config(env, task=task, task_ids=task_ids)
     return {
         f"{group}_{task_id}": cfg.task_description(task_name)
         for group, tasks in indexed_tasks(cfg).items()
@@ -62,10 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     from lerobot.utils.errors import ConfigError
 
     try:
-        descriptions = task_descriptions(args.env, args.task)
-    except ConfigError as exc:  # an unknown task: the message names the flag and the choices
-        print(f"error: {exc}", file=sys.stderr)
-        return USAGE_EXIT_CODE
+        task_ids = [int(i) for i in args.task_ids.split(",")] if args.task_ids else None
+        descriptions = task_descriptions(args.env, args.task, task_ids)
+    except (ConfigError, ValueError, ImportError) as exc:
+        # unknown env, task or ids, or the benchmark is not installed: the message says which
+        print(f"warning: {exc}; writing no descriptions", file=sys.stderr)
+        descriptions = {}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(descriptions, indent=2) + "\n")
     print(f"wrote {len(descriptions)} task descriptions to {args.output}")

@@ -11,9 +11,10 @@ Reads <artifacts-dir>/eval_info.json in either shape: the multi-task one, whose 
 Writes <artifacts-dir>/metrics.json:
 
     {"env": ..., "task": ..., "policy": ..., "pc_success": ..., "n_episodes": ...,
-     "avg_sum_reward": ..., "eval_s": ..., "task_descriptions": {...} or null}
+     "avg_sum_reward": ..., "eval_s": ..., "task_descriptions": {...}}
 
-with `task_descriptions` from <artifacts-dir>/task_descriptions.json when present. NaN,
+with `task_descriptions` from <artifacts-dir>/task_descriptions.json, or `{}` when that file is
+missing or unreadable (as LeRobot's script writes it: CI dashboards index into it). NaN,
 infinities (also as strings such as "NaN") and missing values become null. A missing or
 unreadable eval_info.json is a warning, not a failure: the job still gets a metrics.json (all
 metrics null) to upload, and the eval step's own exit code decides whether CI fails.
@@ -46,21 +47,21 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, consequence: str = "metrics will be null") -> Any:
     """The parsed file, with NaN/Infinity literals read as None; None when missing or corrupt."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        warn(f"{path} not found; metrics will be null")
+        warn(f"{path} not found; {consequence}")
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        warn(f"cannot read {path}: {exc}; metrics will be null")
+        warn(f"cannot read {path}: {exc}; {consequence}")
         return None
     try:
         # Python's json accepts the non-standard NaN, Infinity and -Infinity by default.
         return json.loads(text, parse_constant=lambda _name: None)
     except json.JSONDecodeError as exc:
-        warn(f"{path} is not valid JSON ({exc}); metrics will be null")
+        warn(f"{path} is not valid JSON ({exc}); {consequence}")
         return None
 
 
@@ -97,14 +98,16 @@ def episode_count(info: Any, totals: dict[str, Any]) -> int | None:
     return len(episodes) if isinstance(episodes, list) else None
 
 
-def read_task_descriptions(artifacts_dir: Path) -> dict[str, str] | None:
+def read_task_descriptions(artifacts_dir: Path) -> dict[str, str]:
+    """The descriptions file's {key: instruction} entries; {} when it is missing or unreadable."""
     path = artifacts_dir / TASK_DESCRIPTIONS_FILENAME
     if not path.exists():
-        return None
-    descriptions = read_json(path)
+        return {}
+    descriptions = read_json(path, "task_descriptions will be {}")
     if not isinstance(descriptions, dict):
-        warn(f"{path} is not a JSON object; task_descriptions will be null")
-        return None
+        if descriptions is not None:
+            warn(f"{path} is not a JSON object; task_descriptions will be {{}}")
+        return {}
     return {str(key): text for key, text in descriptions.items() if isinstance(text, str)}
 
 

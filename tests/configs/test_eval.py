@@ -59,3 +59,66 @@ def test_shard_spec_and_its_batch_size():
 def test_bad_shard_names_the_flag(shard):
     with pytest.raises(ConfigError, match=r"^--eval.shard=.*: must be i/n with 0 <= i < n, e.g. 0/4$"):
         EvalConfig(shard=shard)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"recording_root": "x"}, r"^--eval.recording_root=x: add --eval.recording=true$"),
+        (
+            {"recording": True, "recording_repo_id": "me/evals"},
+            r"^--eval.recording_repo_id: this build never uploads",
+        ),
+        (
+            {"recording": True, "recording_private": True},
+            r"^--eval.recording_private: this build never uploads",
+        ),
+        ({"recording": True, "resume": True}, r"^--eval.recording=true: a resumed run cannot record"),
+    ],
+)
+def test_recording_flags_that_cannot_work_are_refused(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        EvalConfig(**kwargs)
+
+
+def test_recordings_default_to_the_output_dir_as_in_lerobot(tmp_path):
+    import lerobot.envs  # noqa: F401
+    import lerobot.policies  # noqa: F401
+    from lerobot.configs.eval import EvalPipelineConfig
+    from lerobot.configs.parser import parse_config
+
+    argv = [
+        "--env.type=metaworld",
+        "--policy.type=random",
+        "--eval.recording=true",
+        f"--output_dir={tmp_path}",
+    ]
+    assert parse_config(EvalPipelineConfig, argv).eval.recording_root == tmp_path / "recordings"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--env.max_parallel_tasks=0"], r"^--env.max_parallel_tasks=0: must be a positive integer$"),
+        (
+            ["--policy.device=gpu"],
+            r"^--policy.device='gpu': unknown device; choose cpu, cuda, cuda:<index>, mps or xpu",
+        ),
+        (
+            ["--eval.backend=ray", "--env.max_parallel_tasks=2"],
+            r"^--env.max_parallel_tasks=2: only used by the local backend",
+        ),
+        (
+            ["--eval.backend=ray", "--eval.recording=true"],
+            r"^--eval.recording=true: only the local backend records",
+        ),
+    ],
+)
+def test_lerobot_flags_are_checked_when_parsed(flags, message):
+    import lerobot.envs  # noqa: F401
+    import lerobot.policies  # noqa: F401
+    from lerobot.configs.eval import EvalPipelineConfig
+    from lerobot.configs.parser import CliError, parse_config
+
+    with pytest.raises(CliError, match=message):
+        parse_config(EvalPipelineConfig, ["--env.type=metaworld", "--policy.type=random", *flags])

@@ -79,7 +79,7 @@ def test_task_ids_keep_their_suite_ids_and_factory_is_lazy():
     assert not env.started
     assert env.metadata == {
         "autoreset_mode": None,
-        "render_fps": 30,
+        "render_fps": 20,
         "task": "open_the_top_drawer_and_put_the_bowl_inside",
         "task_description": "open the top drawer and put the bowl inside",
     }
@@ -91,7 +91,9 @@ def test_task_ids_keep_their_suite_ids_and_factory_is_lazy():
 
 def test_defaults_follow_lerobot():
     cfg = make_env_config("libero")
-    assert cfg.type == "libero" and cfg.task == "libero_10" and cfg.fps == 30
+    assert cfg.type == "libero" and cfg.task == "libero_10" and cfg.fps == 20  # robosuite's control_freq
+    assert (cfg.control_mode, cfg.hard_reset, cfg.render_mode) == ("relative", True, "rgb_array")
+    assert {task.fps for task in cfg.tasks()} == {20}  # videos play at the control frequency
     assert list(cfg.indexed_task_groups()["libero_10"]) == list(range(10))
     assert list(cfg.policy_features()) == [
         "observation.images.image",
@@ -144,6 +146,10 @@ def test_camera_flags_accept_lists_lerobots_comma_form_and_renames():
         ),
         ({"episode_length": 0}, "--env.episode_length=0: must be an integer >= 1"),
         ({"num_settle_steps": -1}, "--env.num_settle_steps=-1: must be an integer >= 0"),
+        ({"control_mode": "delta"}, "--env.control_mode='delta': must be one of relative, absolute"),
+        ({"fps": 0}, "--env.fps=0: must be a positive control frequency in Hz"),
+        ({"hard_reset": False, "init_states": False}, "--env.hard_reset=false: soft resets need the fixed"),
+        ({"render_mode": "human"}, "--env.render_mode='human': must be rgb_array"),
     ],
 )
 def test_bad_settings_fail_in_one_line_naming_the_flag(kwargs, message):
@@ -279,6 +285,37 @@ def test_one_spatial_task_through_lerobot_eval(tmp_path, monkeypatch):
     assert len(frames) == 4 and frames[0].shape == (64, 64, 3)
     # Upright, as in LeRobot's LIBERO datasets: grey wall at the top, wooden table at the bottom.
     assert warmth(frames[0][-12:]) > 20 > warmth(frames[0][:12])
+
+
+@pytest.mark.slow
+def test_control_mode_soft_reset_and_control_frequency_reach_the_simulator(monkeypatch):
+    """One simulator, reset softly (--env.hard_reset=false) between the two control modes."""
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    cfg = LiberoEnvConfig(
+        task="libero_spatial", task_ids=[0], control_mode="absolute", hard_reset=False, fps=20, **SMALL
+    )
+    env = cfg.env_factory(SPATIAL_0)()
+    zero = np.zeros(7, np.float32)
+
+    def moved_by_zero_actions() -> float:
+        start = env.reset(seed=0, options={"episode_index": 0})[0]["agent_pos"][:3]
+        for _ in range(3):
+            end = env.step(zero)[0]["agent_pos"][:3]
+        return float(np.linalg.norm(end - start))
+
+    try:
+        absolute = moved_by_zero_actions()
+        sim = env._sim
+        assert not sim.robots[0].controller.use_delta and sim.env.control_freq == 20
+        env.control_mode = "relative"
+        relative = moved_by_zero_actions()
+        assert env._sim is sim  # a soft reset keeps the simulator
+        assert sim.robots[0].controller.use_delta
+    finally:
+        env.close()
+    assert env.metadata["render_fps"] == 20
+    # zero is "stay" as a delta but "go to the base frame's origin" as an absolute pose
+    assert relative < 0.01 < absolute
 
 
 @pytest.mark.slow

@@ -28,9 +28,17 @@ def test_groups_follow_the_difficulty_split():
 def test_tasks_accept_both_spellings_and_comma_lists():
     assert resolve_task_groups("push-v3") == {"push-v3": ["push-v3"]}
     assert resolve_task_groups("metaworld-push-v3, reach-v3") == {
-        "push-v3": ["push-v3"],
+        "metaworld-push-v3": ["push-v3"],
         "reach-v3": ["reach-v3"],
     }
+
+
+def test_a_prefixed_task_keeps_its_spelling_in_results_and_video_folders():
+    """LeRobot writes `metaworld-push-v3_0`; CI and scripts key on that name."""
+    [task] = MetaworldEnvConfig(task="metaworld-push-v3").tasks()
+    assert (task.group, task.task_id, task.name) == ("metaworld-push-v3", 0, "push-v3")
+    assert task.video_folder == "metaworld-push-v3_0"
+    assert task.description == "Push the puck to a goal"
 
 
 def test_unknown_task_lists_the_choices_and_suggests_one():
@@ -179,7 +187,8 @@ def test_episode_length_truncates(metaworld):
 @pytest.mark.parametrize("task", ["push-v3", "assembly-v3"])
 def test_simulator_set_up_matches_metaworld_mt1(metaworld, task):
     """We skip building MT1 (seconds per task) but must simulate exactly what it sets up."""
-    from lerobot.envs.metaworld import CORNER2_POSITION, _build_simulator
+    from lerobot.envs.metaworld import CORNER2_POSITION
+    from lerobot.envs.metaworld_env import _build_simulator
 
     benchmark = metaworld.MT1(task, seed=42)
     reference = benchmark.train_classes[task]()

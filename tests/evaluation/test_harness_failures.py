@@ -98,7 +98,9 @@ def test_lerobot_eval_exits_3_when_episodes_failed_for_good(monkeypatch, tmp_pat
         EpisodeResult.failed(1, 1, "env 0 failed during reset (died)", retries=2),
     )
     run = RunResult.of([TaskResult("g", 0, "t", "", episodes, 1.0)], 1.0)
-    monkeypatch.setattr(lerobot_eval, "evaluate", lambda cfg: run)
+    from lerobot.evaluation import evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "evaluate", lambda cfg: run)
     code = lerobot_eval.main([*FLAGS, f"--output_dir={tmp_path}"])
     assert code == EXIT_INCOMPLETE == 3
     assert "1 episodes failed for good because of the harness" in capsys.readouterr().err

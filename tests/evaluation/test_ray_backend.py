@@ -231,7 +231,7 @@ def test_the_ray_driver_checks_the_policy_on_the_cpu(tmp_path):
     checked = driver_policy_config(on_ray)
     assert checked.device == "cpu" and type(checked) is type(on_ray.policy)
     assert on_ray.policy.device == "cuda"  # what the actors use is unchanged
-    assert make_policy(checked, on_ray.env).action_low.shape == (4,)
+    assert make_policy(checked, env_cfg=on_ray.env).action_low.shape == (4,)
     local = parse_config(EvalPipelineConfig, flags)
     assert driver_policy_config(local) is local.policy
 

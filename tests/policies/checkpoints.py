@@ -58,7 +58,7 @@ class Loaded:
 def load(path: Path | str, *flags: str, env_flags: Sequence[str] = ENV_FLAGS["act"]) -> Loaded:
     argv = ["--env.type=metaworld", *env_flags, f"--policy.path={path}", "--policy.device=cpu", *flags]
     cfg = parse_config(EvalPipelineConfig, argv)
-    return Loaded(cfg, make_policy(cfg.policy, cfg.env), *make_pre_post_processors(cfg.policy))
+    return Loaded(cfg, make_policy(cfg.policy, env_cfg=cfg.env), *make_pre_post_processors(cfg.policy))
 
 
 def materialize(name: str, destination: Path) -> Path:

@@ -49,7 +49,7 @@ def test_device_is_this_machines_best_unless_given(checkpoints):
     """The checkpoint was saved with device "cpu"; evaluation picks cuda, else mps, else cpu."""
     cfg = parse_config(EvalPipelineConfig, [*META_WORLD_96, f"--policy.path={checkpoints['act']}"])
     assert cfg.policy.device is None
-    policy = make_policy(cfg.policy, cfg.env)
+    policy = make_policy(cfg.policy, env_cfg=cfg.env)
     assert next(policy.parameters()).device.type == auto_device()
     assert load(checkpoints["act"], "--policy.device=cpu").cfg.policy.device == "cpu"
 
@@ -318,9 +318,17 @@ def test_lerobot_eval_runs_a_checkpoint_on_meta_world(checkpoints, tmp_path, nam
         assert again["sum_reward"] == episode["sum_reward"]
 
 
-def test_processors_are_none_for_builtin_policies():
-    cfg = parse_config(EvalPipelineConfig, ["--env.type=metaworld", "--policy.type=random"])
-    assert make_pre_post_processors(cfg.policy) == (None, None)
+def test_builtin_policies_get_processors_that_only_place_tensors():
+    """LeRobot code calls the processors of any policy: for a built-in they change no value."""
+    cfg = parse_config(
+        EvalPipelineConfig, ["--env.type=metaworld", "--policy.type=random", "--policy.device=cpu"]
+    )
+    pre, post = make_pre_post_processors(cfg.policy)
+    batch = {"observation.state": torch.arange(4.0).reshape(1, 4), "task": ["push"]}
+    out = pre(batch)
+    assert out["task"] == ["push"] and torch.equal(out["observation.state"], batch["observation.state"])
+    action = torch.ones(1, 4)
+    assert torch.equal(post(action), action) and post(action).device.type == "cpu"
 
 
 def broken_statistics(checkpoints, tmp_path, state_file: str, content: bytes | None) -> Path:

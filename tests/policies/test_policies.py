@@ -19,7 +19,7 @@ def test_registry_lists_the_builtin_policies():
 def test_random_actions_are_seeded_per_row_not_per_batch():
     env_cfg = MetaworldEnvConfig(task="push-v3")
     cfg = PreTrainedConfig.get_choice_class("random")(device="cpu")
-    wide, narrow = make_policy(cfg, env_cfg), make_policy(cfg, env_cfg)
+    wide, narrow = make_policy(cfg, env_cfg=env_cfg), make_policy(cfg, env_cfg=env_cfg)
     wide.reset(env_ids=[0, 1, 2], seeds=[5, 6, 7])
     narrow.reset(env_ids=[0], seeds=[6])
     wide_actions = torch.stack([wide.select_action(state_batch(3)) for _ in range(4)])
@@ -35,7 +35,7 @@ def test_random_actions_are_numpys_uniform_draws_of_the_episode_seed():
     # The fast draw must keep the published random baselines: the same numbers as
     # np.random.default_rng(seed).uniform(low, high), step after step.
     env_cfg = MetaworldEnvConfig(task="push-v3")
-    policy = make_policy(PreTrainedConfig.get_choice_class("random")(device="cpu"), env_cfg)
+    policy = make_policy(PreTrainedConfig.get_choice_class("random")(device="cpu"), env_cfg=env_cfg)
     policy.reset(env_ids=[0, 1], seeds=[11, 12])
     drawn = np.stack([policy.select_action(state_batch(2)).numpy() for _ in range(50)], axis=1)
     low, high = np.full(4, -1.0, np.float32), np.full(4, 1.0, np.float32)
@@ -49,7 +49,9 @@ def test_random_actions_are_numpys_uniform_draws_of_the_episode_seed():
 def test_expert_acts_per_row_task(metaworld):
     from lerobot.envs.metaworld import MetaworldEnv
 
-    policy = make_policy(PreTrainedConfig.get_choice_class("metaworld_expert")(), MetaworldEnvConfig())
+    policy = make_policy(
+        PreTrainedConfig.get_choice_class("metaworld_expert")(), env_cfg=MetaworldEnvConfig()
+    )
     states = []
     for task in ("push-v3", "reach-v3"):
         env = MetaworldEnv(task, obs_type="state")
@@ -63,7 +65,9 @@ def test_expert_acts_per_row_task(metaworld):
 
 
 def test_expert_explains_what_it_needs():
-    policy = make_policy(PreTrainedConfig.get_choice_class("metaworld_expert")(), MetaworldEnvConfig())
+    policy = make_policy(
+        PreTrainedConfig.get_choice_class("metaworld_expert")(), env_cfg=MetaworldEnvConfig()
+    )
     with pytest.raises(
         ValueError, match="metaworld_expert needs 'observation.environment_state' and 'env_task'"
     ):

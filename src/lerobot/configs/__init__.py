@@ -1,0 +1,21 @@
+"""Config dataclasses and the types they use; LeRobot's exports of `lerobot.configs`.
+
+The pipeline configs (`lerobot.configs.eval.EvalPipelineConfig`, ...) are imported from their
+modules, as in LeRobot.
+"""
+
+from typing import Any
+
+from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
+
+__all__ = ["EvalConfig", "FeatureType", "NormalizationMode", "PolicyFeature", "PreTrainedConfig"]
+
+_LAZY = {"EvalConfig": "lerobot.configs.eval", "PreTrainedConfig": "lerobot.configs.policies"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,17 +4,24 @@ A benchmark module (`lerobot.envs.metaworld`, ...) subclasses `EnvConfig` and re
 its `--env.type`. The config alone says which tasks a run has (`tasks()`): names,
 descriptions, frame rate and step limit are known without starting a simulator or a worker, so
 results, reports and CI scripts never need one to label a task.
+
+A config written LeRobot's way, which only names a gym id (`gym_id`, by default
+`gym_<type>/<task>`) and its `gym_kwargs` (and maybe LeRobot's `features` / `features_map`),
+works too: every method below has a default for it, one task whose env `gym.make` builds (see
+`lerobot.configs.gym_env`). The built-in benchmarks implement them all.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import draccus
 
+from lerobot.configs import gym_env
 from lerobot.configs.types import PolicyFeature
 from lerobot.utils.errors import ConfigError
 
@@ -64,8 +71,16 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     """
 
     task: str | None = None
+    """The task, group or comma list of tasks to evaluate (each benchmark lists its own)."""
     fps: int = 30
-    """Frame rate of the task's videos (and of recorded datasets)."""
+    """Frame rate of the recorded videos."""
+    max_parallel_tasks: int = 1
+    """Tasks evaluated at the same time (LeRobot's flag), each in its own thread with its own
+    copy of the policy and its own envs, so N x --eval.batch_size env workers; every episode's
+    result is the same for any N."""
+    disable_env_checker: bool = True
+    """LeRobot's flag: skip gymnasium's env checker when an env is built with gym.make (envs
+    named by a gym id); the built-in benchmarks never run it."""
 
     worker_preload: ClassVar[tuple[str, ...]] = ()
     """Modules that worker processes should have imported before they start (simulator
@@ -80,9 +95,13 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     def type(self) -> str:
         return self.get_choice_name(self.__class__)
 
-    @abc.abstractmethod
     def task_groups(self) -> dict[str, list[str]]:
-        """`--env.task` resolved to {group: [task name, ...]}, in evaluation order."""
+        """`--env.task` resolved to {group: [task name, ...]}, in evaluation order.
+
+        Default (LeRobot's single-task configs): one group named after the env type, holding
+        `--env.task`.
+        """
+        return {self.type: [self.task or self.type]}
 
     def indexed_task_groups(self) -> dict[str, dict[int, str]]:
         """{group: {task_id: task name}}: the ids results and video folders report.
@@ -108,28 +127,74 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         )
 
     def max_episode_steps(self, task_name: str) -> int | None:
-        """The step limit of an episode of `task_name` (default: the config's `episode_length`)."""
-        return getattr(self, "episode_length", None)
+        """The step limit of an episode of `task_name`: the config's `episode_length`, else (a
+        gym-id config) `max_episode_steps` in its gym_kwargs or its registered limit."""
+        limit = getattr(self, "episode_length", None)
+        if limit is None and self._uses_default("env_factory"):
+            limit = self.gym_kwargs.get("max_episode_steps") or self._gym_env_info().max_episode_steps
+        return limit
 
-    @abc.abstractmethod
+    # --- LeRobot's gym-id configs ----------------------------------------------------------
+    @property
+    def package_name(self) -> str:
+        """The package that registers the gym id (LeRobot's convention: `gym_<type>`)."""
+        return f"gym_{self.type}"
+
+    @property
+    def gym_id(self) -> str:
+        """The id `gym.make` builds the env from (LeRobot's convention: `<package>/<task>`)."""
+        return f"{self.package_name}/{self.task}"
+
+    @property
+    def gym_kwargs(self) -> dict:
+        """Keyword arguments of `gym.make` (LeRobot's configs define them)."""
+        return {}
+
     def env_factory(self, task_name: str) -> Callable[[], Any]:
-        """A picklable callable that builds one (lazy) gymnasium env of `task_name`."""
+        """A picklable callable that builds one (lazy) gymnasium env of `task_name`.
 
-    @abc.abstractmethod
+        Default: `gym.make(self.gym_id, **self.gym_kwargs)`, run inside the worker.
+        """
+        return functools.partial(
+            gym_env.make_gym_env,
+            self.gym_id,
+            self.package_name,
+            self.disable_env_checker,
+            dict(self.gym_kwargs),
+        )
+
     def task_description(self, task_name: str) -> str:
-        """The natural-language instruction of a task."""
+        """The natural-language instruction of a task (default: the env's `task_description`)."""
+        return self._gym_env_info().task_description
 
-    @abc.abstractmethod
     def observation_space(self) -> Any:
-        """One env's gymnasium observation space, known without building a simulator."""
+        """One env's gymnasium observation space, known without building a simulator (default:
+        read from one env built and closed in this process)."""
+        return self._gym_env_info().observation_space
 
-    @abc.abstractmethod
     def action_space(self) -> Any:
         """One env's gymnasium action space (a Box), known without building a simulator."""
+        return self._gym_env_info().action_space
 
-    @abc.abstractmethod
     def policy_features(self) -> dict[str, PolicyFeature]:
-        """What a policy receives and returns, under LeRobot's batch keys."""
+        """What a policy receives and returns, under LeRobot's batch keys (default: LeRobot's
+        `features` / `features_map` when the config has them, else the env's spaces)."""
+        features = getattr(self, "features", None)
+        if features:
+            return gym_env.features_from_lerobot_map(features, getattr(self, "features_map", None) or {})
+        return gym_env.features_from_spaces(self.observation_space(), self.action_space())
+
+    def _gym_env_info(self) -> gym_env.GymEnvInfo:
+        """Spaces, instruction and limits of the first task's env, read once."""
+        info = self.__dict__.get("_gym_env_info_cache")
+        if info is None:
+            first = next(iter(self.task_groups().values()))[0]
+            info = gym_env.probe(self.env_factory(first))
+            self.__dict__["_gym_env_info_cache"] = info
+        return info
+
+    def _uses_default(self, method: str) -> bool:
+        return getattr(type(self), method) is getattr(EnvConfig, method)
 
 
 def parse_name_list(value: list[str] | str, flag: str, allowed: Sequence[str]) -> list[str]:

@@ -76,10 +76,21 @@ class EvalConfig:
     envs_per_worker: int = 1
     """Envs each Ray actor steps in turn, in its own process, with one policy call for all of
     them (a larger batch per GPU call; more workers give more parallel simulation)."""
+    recording: bool = False
+    """Also record every evaluated rollout as a LeRobot v3 dataset, one per task (what
+    lerobot-record-sim writes), under --eval.recording_root."""
+    recording_root: Path | None = None
+    """Where --eval.recording writes: <recording_root>/<group>_<task_id>/; default
+    <output_dir>/recordings (LeRobot's place)."""
+    recording_repo_id: str | None = None
+    """LeRobot's flag to push recordings to the hub; refused here (this build never uploads)."""
+    recording_private: bool = False
+    """LeRobot's flag for private hub recordings; refused here like --eval.recording_repo_id."""
 
     def __post_init__(self) -> None:
         _ = self.shard_spec  # validates --eval.shard before anything starts
         self._check_backend()
+        self._check_recording()
         if self.n_episodes <= 0:
             raise ConfigError(f"--eval.n_episodes={self.n_episodes}: must be a positive integer")
         if self.batch_size < 0:
@@ -120,6 +131,27 @@ class EvalConfig:
             raise ConfigError(
                 f"--eval.batch_size={self.batch_size}: only used by the local backend; "
                 "with --eval.backend=ray set --eval.envs_per_worker"
+            )
+
+    def _check_recording(self) -> None:
+        if self.recording_repo_id is not None or self.recording_private:
+            flag = "recording_repo_id" if self.recording_repo_id is not None else "recording_private"
+            raise ConfigError(
+                f"--eval.{flag}: this build never uploads; recordings are written under "
+                "--eval.recording_root, upload them yourself (e.g. with `hf upload`)"
+            )
+        if self.recording_root is not None and not self.recording:
+            raise ConfigError(f"--eval.recording_root={self.recording_root}: add --eval.recording=true")
+        if not self.recording:
+            return
+        if self.backend != "local":
+            raise ConfigError(
+                "--eval.recording=true: only the local backend records; drop --eval.backend=ray"
+            )
+        if self.resume:
+            raise ConfigError(
+                "--eval.recording=true: a resumed run cannot record (its finished episodes would be "
+                "missing from the datasets); start a new --output_dir"
             )
 
     @property
@@ -198,6 +230,7 @@ class EvalPipelineConfig:
                     f"--policy.type={self.policy.type}: needs trained weights; pass --policy.path=<checkpoint dir or repo id>"
                 )
             self.policy.check_env_inputs(self.env.policy_features(), self.rename_map)
+        self._check_parallel_tasks()
         if self.job_name is None:
             self.job_name = f"{self.env.type}_{self.policy.type}"
         check_job_name(self.job_name)
@@ -210,6 +243,19 @@ class EvalPipelineConfig:
             now = dt.datetime.now()
             self.output_dir = Path("outputs/eval") / f"{now:%Y-%m-%d}" / f"{now:%H-%M-%S}_{self.job_name}"
         self.output_dir = Path(self.output_dir)
+        if self.eval.recording and self.eval.recording_root is None:
+            self.eval.recording_root = self.output_dir / "recordings"
+
+    def _check_parallel_tasks(self) -> None:
+        """`--env.max_parallel_tasks` (LeRobot's place for it) belongs to the local backend."""
+        n = getattr(self.env, "max_parallel_tasks", 1)
+        if not isinstance(n, int) or n < 1:
+            raise ConfigError(f"--env.max_parallel_tasks={n}: must be a positive integer")
+        if n > 1 and self.eval.backend != "local":
+            raise ConfigError(
+                f"--env.max_parallel_tasks={n}: only used by the local backend; the Ray backend "
+                "already runs tasks on all its workers at once"
+            )
 
 
 def check_seeds(seed: int, n_episodes: int) -> None:

@@ -6,40 +6,64 @@ names the flag and the allowed values, and exit code 2.
 `--policy.path=<dir or repo id>` (with `--policy.revision=`) is resolved here, as in LeRobot:
 the checkpoint's config.json becomes the defaults of `--policy`, its `type` picks the config
 class, and any other `--policy.*` flag overrides a saved value (`--policy.n_action_steps=10`).
+`--help` prints every flag (`lerobot.configs.help`); `--<field>.discover_packages_path=<pkg>`
+imports a plugin package before parsing, as LeRobot does; `wrap` is LeRobot's decorator for a
+`main(cfg)` function.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
+import inspect
 import io
 import json
+import pkgutil
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
+import typing
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import draccus
 
+from lerobot.configs.help import format_help, wants_help
 from lerobot.utils.errors import EXIT_USAGE, ConfigError
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 USAGE_EXIT_CODE = EXIT_USAGE
+PLUGIN_FLAG_SUFFIX = ".discover_packages_path"
 
 
 class CliError(Exception):
     """A parse failure already reduced to one line; `main` prints it and exits with code 2."""
 
 
-def parse_config(config_class: type[T], argv: Sequence[str] | None = None, prog: str = "lerobot") -> T:
-    """Parse `argv` into `config_class`; raise CliError with a one-line message on bad input."""
-    args = list(sys.argv[1:] if argv is None else argv)
+class HelpRequested(Exception):  # noqa: N818  (a request, not an error; like SystemExit)
+    """`--help` was given; carries the help text, which the CLI prints before exiting with 0."""
+
+
+def parse_config(
+    config_class: type[T],
+    argv: Sequence[str] | None = None,
+    prog: str = "lerobot",
+    description: str = "",
+    config_path: Path | None = None,
+) -> T:
+    """Parse `argv` into `config_class`; raise CliError with a one-line message on bad input
+    and HelpRequested for `--help`."""
+    args = _load_plugins(list(sys.argv[1:] if argv is None else argv))
+    if wants_help(args):
+        raise HelpRequested(format_help(config_class, args, prog, description))
     path, revision, args = _pop_checkpoint_flags(args)
     if path is None:
         if revision is not None:
             raise CliError(f"--policy.revision={revision}: only valid with --policy.path")
-        return _parse(config_class, args, None, prog)
+        return _parse(config_class, args, config_path, prog)
     with tempfile.TemporaryDirectory(prefix="lerobot-policy-") as tmp:
         try:
             defaults, args = _checkpoint_defaults(path, revision, args, Path(tmp))
@@ -54,9 +78,73 @@ def parse_config(config_class: type[T], argv: Sequence[str] | None = None, prog:
 def _blame_checkpoint_config(message: str, args: Sequence[str], path: str) -> str:
     """A `--policy.<field>` error the user did not type came from the checkpoint's config.json."""
     flag = re.match(r"(--policy\.\w+)", message)
-    if flag is None or any(arg.partition("=")[0] == flag[1] for arg in args):
+    if (
+        flag is None
+        or flag[1] in ("--policy.path", "--policy.revision")
+        or any(arg.partition("=")[0] == flag[1] for arg in args)
+    ):
         return message
     return f"{message} (the value comes from config.json of --policy.path={path})"
+
+
+def wrap(config_path: Path | None = None) -> Callable[[F], F]:
+    """LeRobot's `@parser.wrap()`: `main(cfg)` called with a config runs on it; called without
+    one, it parses `sys.argv` first (bad input: one line on stderr, exit 2; `--help`: exit 0)."""
+
+    def decorator(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            config_class = _config_class_of(fn)
+            if args and isinstance(args[0], config_class):
+                return fn(*args, **kwargs)
+            prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "lerobot"
+            try:
+                cfg = parse_config(config_class, sys.argv[1:], prog, fn.__doc__ or "", config_path)
+            except HelpRequested as help_text:
+                sys.stdout.write(str(help_text))
+                sys.exit(0)
+            except CliError as exc:
+                sys.stderr.write(f"{exc}\n")
+                sys.exit(USAGE_EXIT_CODE)
+            return fn(cfg, *args, **kwargs)
+
+        return typing.cast(F, wrapper)
+
+    return decorator
+
+
+def _config_class_of(fn: Callable[..., Any]) -> type:
+    """The annotated type of `fn`'s first parameter (the config it parses into); only that
+    annotation is evaluated (others may name types imported for type checkers only)."""
+    parameters = list(inspect.signature(fn).parameters.values())
+    annotation = parameters[0].annotation if parameters else inspect.Parameter.empty
+    if annotation is inspect.Parameter.empty:
+        raise TypeError(f"{fn.__name__}: @wrap needs the config type annotated on the first parameter")
+    return eval(annotation, fn.__globals__) if isinstance(annotation, str) else annotation  # noqa: S307
+
+
+def _load_plugins(args: list[str]) -> list[str]:
+    """Import the packages named by `--<field>.discover_packages_path=<pkg>` (and their
+    submodules), so the config types they register can be chosen; the other args."""
+    rest: list[str] = []
+    tokens = iter(args)
+    for arg in tokens:
+        name, sep, value = arg.partition("=")
+        if not (name.startswith("--") and name.endswith(PLUGIN_FLAG_SUFFIX)):
+            rest.append(arg)
+            continue
+        value = value if sep else next(tokens, "")
+        try:
+            _import_package(value)
+        except ImportError as exc:
+            raise CliError(f"{name}={value}: cannot import the plugin package ({exc})") from None
+    return rest
+
+
+def _import_package(name: str) -> None:
+    package = importlib.import_module(name)
+    for module in pkgutil.iter_modules(getattr(package, "__path__", []), f"{package.__name__}."):
+        importlib.import_module(module.name)
 
 
 def _parse(config_class: type[T], args: list[str], defaults: Path | None, prog: str) -> T:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import draccus
 
@@ -19,17 +20,46 @@ from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_STATE
 from lerobot.utils.errors import ConfigError
 
+# What `--policy.device` may say; whether the machine has it is checked when the policy is built.
+DEVICE_PATTERN = re.compile(r"^(cpu|mps|(cuda|xpu)(:\d+)?)$")
+DEVICE_CHOICES = "cpu, cuda, cuda:<index>, mps or xpu (unset: the best available)"
+
 
 @dataclass
 class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
     device: str | None = None
-    """Torch device; None picks cuda, else mps, else cpu."""
+    """Torch device: cpu, cuda, cuda:<index>, mps or xpu; unset picks cuda, else mps, else cpu.
+    A device this machine lacks is an error before anything starts."""
     use_amp: bool = False
     """Run inference under torch autocast (mixed precision) on devices that support it."""
+
+    def __post_init__(self) -> None:
+        if self.device is not None and not DEVICE_PATTERN.match(self.device):
+            raise ConfigError(f"--policy.device={self.device!r}: unknown device; choose {DEVICE_CHOICES}")
 
     @property
     def type(self) -> str:
         return self.get_choice_name(self.__class__)
+
+    @classmethod
+    def from_pretrained(
+        cls, pretrained_name_or_path: str | Any, *, revision: str | None = None, **policy_kwargs: Any
+    ) -> PreTrainedConfig:
+        """The config saved in a LeRobot checkpoint (a directory or a hub repo id), as LeRobot's
+        `PreTrainedConfig.from_pretrained` gives it, with `pretrained_path` set to the directory.
+
+        `policy_kwargs` override saved values (`n_action_steps=10`). Hub downloads follow
+        `--policy.path`'s rules: configs and safetensors only, the local cache with HF_HUB_OFFLINE=1.
+        """
+        from lerobot.configs.checkpoint import config_fields, read_checkpoint_config, resolve_checkpoint
+
+        flag = str(pretrained_name_or_path)
+        directory = resolve_checkpoint(flag, revision)
+        saved = read_checkpoint_config(directory, flag)
+        config_class = PreTrainedConfig.get_choice_class(saved["type"])
+        fields = {**config_fields(config_class, saved), **policy_kwargs}
+        fields.update(pretrained_path=str(directory), pretrained_revision=revision)
+        return draccus.decode(config_class, fields)
 
 
 @dataclass
@@ -59,6 +89,7 @@ class CheckpointPolicyConfig(PreTrainedConfig):
     """The hub revision the checkpoint was fetched at (`--policy.revision`)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.empty_cameras < 0:
             raise ConfigError(f"--policy.empty_cameras={self.empty_cameras}: must be 0 or more")
 

@@ -57,6 +57,7 @@ class RecordSimConfig:
     chunks_size: int = CHUNKS_SIZE
     """Files per chunk-XXX folder."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Console logging detail."""
 
     def __post_init__(self) -> None:
         if self.env is None:

@@ -35,7 +35,9 @@ class WandbConfig:
     enable: bool = False
     """Log losses and eval success to Weights & Biases (needs `pip install wandb`)."""
     project: str = "lerobot"
+    """Weights & Biases project the run is logged under."""
     mode: Literal["online", "offline", "disabled"] = "offline"
+    """online (uploads), offline (a local run folder to sync later) or disabled."""
 
 
 @dataclass
@@ -56,6 +58,7 @@ class TrainPipelineConfig:
     """Checkpoints go to <output_dir>/checkpoints/<step>/, evaluations to <output_dir>/eval/step_<N>/;
     default outputs/train/<date>/<time>_<job_name>."""
     job_name: str | None = None
+    """Name of this run; default the policy type."""
     resume: bool = False
     """Continue the run in --output_dir from its last checkpoint (weights, optimizer, step, random
     states): it draws the same batches an uninterrupted run would."""
@@ -64,6 +67,7 @@ class TrainPipelineConfig:
     steps: int = 10_000
     """Optimizer steps in total."""
     batch_size: int = 8
+    """Training samples per optimizer step."""
     eval_freq: int = 1000
     """Evaluate every N steps (and at the last step); 0 disables evaluation."""
     save_freq: int = 1000
@@ -77,8 +81,10 @@ class TrainPipelineConfig:
     warmup_steps: int = 0
     """Linear learning-rate warm-up, then cosine decay to 10% over the remaining steps."""
     grad_clip_norm: float = 10.0
+    """Clip the gradient's global norm to this value."""
     wandb: WandbConfig = field(default_factory=WandbConfig)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Console logging detail."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, CheckpointPolicyConfig):
@@ -104,6 +110,11 @@ class TrainPipelineConfig:
             if value < 0:
                 raise ConfigError(f"--{flag}={value}: must be 0 or a positive integer")
         _refuse_run_level_eval_flags(self.eval)
+        if self.env is not None and getattr(self.env, "max_parallel_tasks", 1) != 1:
+            raise ConfigError(
+                f"--env.max_parallel_tasks={self.env.max_parallel_tasks}: not used by lerobot-train "
+                "(in-training evaluation runs its tasks one by one); remove it"
+            )
         if self.eval_freq and self.env is None:
             raise ConfigError(
                 f"--eval_freq={self.eval_freq}: needs --env.type (and --env.task); or pass --eval_freq=0"
@@ -128,6 +139,8 @@ _NOT_IN_TRAINING = {
     "resume": "each in-training evaluation starts fresh in eval/step_<N>/",
     "shard": "an in-training evaluation runs every episode",
     "backend": "in-training evaluation runs locally, with the policy in memory",
+    "recording": "only lerobot-eval records its rollouts as datasets",
+    "recording_root": "only lerobot-eval records its rollouts as datasets",
 }
 
 

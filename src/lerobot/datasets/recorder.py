@@ -198,6 +198,13 @@ class DatasetRecorder:
         vectors[ACTION] = np.asarray(action, dtype=np.float32)
         self.running[episode_index].add(vectors, images)
 
+    def close_episode(self, episode_index: int) -> None:
+        """Finish writing an ended episode's scratch videos; `end_episode` appends or drops it
+        later (an evaluation appends episodes in index order, not in the order they end)."""
+        episode = self.running.get(episode_index)
+        if episode is not None:
+            episode.close()
+
     def end_episode(self, episode_index: int, keep: bool, task: str | None = None) -> None:
         """Append the episode to the dataset (keep) or drop it; `task` defaults to the recorder's."""
         episode = self.running.pop(episode_index, None)

@@ -1,8 +1,31 @@
 """Simulation benchmarks. Each benchmark module registers its config with `EnvConfig`;
-simulator packages are imported lazily, so `import lerobot.envs` works without any of them."""
+simulator packages (and gymnasium) are imported lazily, so `import lerobot.envs` is light and
+works without any of them.
+
+LeRobot's names (`from lerobot.envs import make_env`, ...) are loaded on first use.
+"""
+
+from typing import Any
 
 from lerobot.envs import (
     libero,  # noqa: F401,E402  (registers --env.type=libero)
     metaworld,  # noqa: F401,E402  (registers --env.type=metaworld)
 )
 from lerobot.envs.configs import EnvConfig  # noqa: F401
+
+# LeRobot's exports -> the module that defines them (importing it loads gymnasium and torch).
+_LAZY = {
+    "make_env": "lerobot.envs.factory",
+    "make_env_config": "lerobot.envs.factory",
+    "make_env_pre_post_processors": "lerobot.envs.factory",
+    "close_envs": "lerobot.envs.utils",
+    "preprocess_observation": "lerobot.envs.utils",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

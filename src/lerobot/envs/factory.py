@@ -1,12 +1,19 @@
-"""Dispatch from configs to envs: the one place that turns a task into a vector env."""
+"""Dispatch from configs to envs: the one place that turns a task into a vector env.
+
+`make_env`, `make_env_config` and `make_env_pre_post_processors` have LeRobot 0.6.1's
+signatures, so code written against `lerobot.envs.factory` runs unchanged.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
 from lerobot.configs.env import EnvConfig, TaskSpec
+from lerobot.envs.utils import close_envs
 from lerobot.envs.vector import LazyVectorEnv
 from lerobot.utils.errors import ConfigError
+
+__all__ = ["close_envs", "make_env", "make_env_config", "make_env_pre_post_processors", "make_task_env"]
 
 EnvsByGroup = dict[str, dict[int, LazyVectorEnv]]
 
@@ -22,14 +29,29 @@ def make_env_config(env_type: str, **kwargs) -> EnvConfig:
 
 
 def make_env(
-    cfg: EnvConfig, n_envs: int = 1, use_async_envs: bool = True, step_timeout_s: float | None = None
+    cfg: EnvConfig | str,
+    n_envs: int = 1,
+    use_async_envs: bool = False,
+    hub_cache_dir: str | None = None,
+    trust_remote_code: bool = False,
+    *,
+    step_timeout_s: float | None = None,
 ) -> EnvsByGroup:
     """{suite: {task_id: VectorEnv}} for `cfg`.
 
     Nothing is started here: each VectorEnv starts its workers (and, inside them, its
     simulators) on first use, and the evaluation closes it when its task is done, so only
-    one task's workers are ever alive.
+    one task's workers are ever alive. LeRobot's hub form (`cfg` a repo id whose env.py is
+    downloaded and executed) is refused: this build never runs code from the hub, whatever
+    `trust_remote_code` says; `hub_cache_dir` is accepted for the signature.
     """
+    if isinstance(cfg, str):
+        raise ConfigError(
+            f"make_env({cfg!r}): environments defined by code on the hub are not supported (this build "
+            "never runs downloaded code); install the env as a package and pass its EnvConfig"
+        )
+    if n_envs < 1:
+        raise ConfigError(f"n_envs={n_envs}: need at least one env")
     envs: EnvsByGroup = {}
     for task in cfg.tasks():
         env = make_task_env(cfg, task, n_envs, use_async_envs, step_timeout_s)
@@ -63,8 +85,28 @@ def make_task_env(
     )
 
 
-def close_envs(envs: Mapping[str, Mapping[int, LazyVectorEnv]]) -> None:
-    """Close every env of `make_env`'s result (their workers and simulators end)."""
-    for by_id in envs.values():
-        for env in by_id.values():
-            env.close()
+def make_env_pre_post_processors(env_cfg: EnvConfig, policy_cfg: Any) -> tuple[Any, Any]:
+    """LeRobot's env processors: (observation batch -> batch, {"action": ...} -> same).
+
+    LeRobot converts LIBERO's raw robot state and flips its images in an env preprocessor; the
+    envs here already give the converted state and upright images, so both are identities for
+    every benchmark. A config may provide its own with a `get_env_processors()` method, as
+    LeRobot's env configs do.
+    """
+    custom = getattr(env_cfg, "get_env_processors", None)
+    if callable(custom):
+        return custom()
+    return IdentityEnvProcessor(), IdentityEnvProcessor()
+
+
+class IdentityEnvProcessor:
+    """An env processor that changes nothing: the batch (or {"action": tensor}) as given."""
+
+    def __call__(self, value: Any) -> Any:
+        return value
+
+    def reset(self) -> None:
+        """Nothing to forget between episodes."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

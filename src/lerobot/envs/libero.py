@@ -10,24 +10,30 @@ many episodes a worker ran before: the rollout loop passes the episode index in
 `reset(options={"episode_index": e})`. With `--env.init_states=false`, LIBERO's own random
 object placement is used instead, drawn from NumPy's global generator seeded with the episode's seed.
 Seeding: `reset(seed=...)` seeds that global generator; every reset rebuilds the simulator
-(robosuite's hard reset), so nothing carries over from the previous episode.
+(robosuite's hard reset), so nothing carries over from the previous episode. LeRobot's
+`--env.hard_reset=false` keeps the simulator between episodes (faster, not bit-identical).
 Success: LIBERO's goal predicates (the task's BDDL goal) hold; reward is 1.0 then, 0.0 otherwise.
 Like LeRobot, an episode ends at its first success.
 Horizon: LeRobot's per-suite limits (longest training demonstration plus a margin): spatial 280,
-object 280, goal 300, libero_10 520, libero_90 400 steps, at 20 Hz control. Before step 0, 10
-no-op steps (gripper open) let objects settle; they do not count.
+object 280, goal 300, libero_10 520, libero_90 400 steps, at `--env.fps` (20 Hz, robosuite's
+control frequency; videos play at the same rate). Before step 0, 10 no-op steps (gripper open)
+let objects settle; they do not count.
 Observations (LeRobot's LIBERO format): `pixels`, a dict of the agent-view and wrist cameras,
 upright (robosuite renders them upside down), under the keys `--env.camera_name_mapping` gives
 them (`image`, `image2`), and `agent_pos`, the 8-d state of `lerobot.envs.libero_observation`.
 Actions: 7-d in [-1, 1], a delta end-effector pose (OSC_POSE: xyz, axis-angle) and the gripper
-command (-1 open, +1 closed).
+command (-1 open, +1 closed); `--env.control_mode=absolute` reads the pose as absolute instead
+(what X-VLA checkpoints expect).
 Protocol, as the VLA papers since OpenVLA report it: 50 episodes per task, so each init state
 is used once; success rate per suite.
+
+This module holds the benchmark's tasks, installation checks and config, and imports neither
+gymnasium, NumPy nor LIBERO, so a command line is checked before any of them loads; the env
+itself is `lerobot.envs.libero_env`.
 """
 
 from __future__ import annotations
 
-import atexit
 import difflib
 import functools
 import importlib.util
@@ -35,22 +41,15 @@ import json
 import logging
 import os
 import tempfile
-import weakref
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
-
 from lerobot.configs.env import EnvConfig, parse_name_list
 from lerobot.configs.types import FeatureType, PolicyFeature
-from lerobot.envs.libero_observation import STATE_DIM, format_observation
 from lerobot.utils.constants import ACTION, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.gl import default_mujoco_gl
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +62,6 @@ SUITE_EPISODE_LENGTHS = {
 }
 SUITES = tuple(SUITE_EPISODE_LENGTHS)
 ACTION_DIM = 7
-# Zero motion, gripper open: what LIBERO's evaluations step while objects settle after a reset.
-NOOP_ACTION = np.array([0, 0, 0, 0, 0, 0, -1], dtype=np.float64)
 # robosuite observation names of the two cameras LeRobot's LIBERO datasets hold, and the policy
 # keys (observation.images.<key>) those datasets store them under.
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
@@ -73,6 +70,10 @@ ObsType = Literal["pixels", "pixels_agent_pos"]
 OBS_TYPES: tuple[str, ...] = ("pixels", "pixels_agent_pos")
 INSTALL_HINT = "install the extra: pip install 'lerobot[libero]'"
 # Folders of the asset tree LIBERO's scenes load meshes and textures from.
+# LeRobot's `--env.control_mode` values: delta (default) or absolute end-effector poses.
+CONTROL_MODES = ("relative", "absolute")
+# Length of LeRobot's LIBERO state: eef position (3), axis-angle (3), gripper qpos (2).
+STATE_DIM = 8
 ASSET_FOLDERS = ("articulated_objects", "scenes", "stable_hope_objects", "stable_scanned_objects", "textures")
 
 
@@ -202,178 +203,6 @@ def write_libero_config() -> Path:
     return path
 
 
-def _drop_robosuite_macro_hint(record: logging.LogRecord) -> bool:
-    """robosuite warns at every import that it has no private macro file; nothing to act on."""
-    return "macro" not in record.getMessage()
-
-
-def import_libero_envs():
-    """`libero.libero.envs`, imported with our config, our assets and a headless GL backend."""
-    default_mujoco_gl()  # before robosuite imports MuJoCo in this (worker) process
-    write_libero_config()
-    robosuite_logger = logging.getLogger("robosuite_logs")
-    if _drop_robosuite_macro_hint not in robosuite_logger.filters:
-        robosuite_logger.addFilter(_drop_robosuite_macro_hint)
-    # PyOpenGL (robosuite's EGL binding) logs at INFO that its optional C accelerator is absent.
-    logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
-    import libero.libero
-    from libero.libero import envs
-
-    # LIBERO's get_assets_path() ignores the config's `assets` entry: it looks next to its own
-    # code and otherwise downloads from a hub. Its cache variable is the one way to point it at
-    # the installed asset packages.
-    libero.libero._assets_path_cache = str(find_assets_dir())
-    return envs
-
-
-def load_init_states(task: str) -> np.ndarray:
-    """The task's fixed initial simulator states, (n_states, state_dim)."""
-    import torch
-
-    path = find_libero_root() / "init_files" / suite_of(task) / f"{task}.pruned_init"
-    # A pickled NumPy array written with torch.save, shipped inside the hf-libero package.
-    return np.asarray(torch.load(path, weights_only=False))
-
-
-# --- the env ----------------------------------------------------------------------------
-class LiberoEnv(gym.Env):
-    """One LIBERO task as a gymnasium env whose simulator is built on first reset.
-
-    Building lazily matters: vector envs construct their sub-envs in the parent, and an EGL
-    context created before a worker forks crashes that worker.
-    """
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
-
-    def __init__(
-        self,
-        task: str,
-        obs_type: str = "pixels_agent_pos",
-        camera_names: tuple[str, ...] = CAMERAS,
-        camera_keys: dict[str, str] | None = None,
-        observation_height: int = 256,
-        observation_width: int = 256,
-        episode_length: int | None = None,
-        num_settle_steps: int = 10,
-        init_states: bool = True,
-        terminate_on_success: bool = True,
-    ):
-        self.task = task
-        self.suite = suite_of(task)
-        self.task_description = task_description(task)
-        self.obs_type = obs_type
-        self.camera_names = tuple(camera_names)
-        self.camera_keys = dict(camera_keys or DEFAULT_CAMERA_KEYS)
-        self.height, self.width = observation_height, observation_width
-        self.episode_length = episode_length or SUITE_EPISODE_LENGTHS[self.suite]
-        self.num_settle_steps = num_settle_steps
-        self.use_init_states = init_states
-        self.terminate_on_success = terminate_on_success
-        self.render_mode = "rgb_array"
-        self.observation_space = build_observation_space(
-            obs_type,
-            [self.camera_keys[cam] for cam in self.camera_names],
-            observation_height,
-            observation_width,
-        )
-        self.action_space = spaces.Box(-1.0, 1.0, shape=(ACTION_DIM,), dtype=np.float32)
-        self._sim = None
-        self._close_sim: weakref.finalize | None = None
-        self._init_states: np.ndarray | None = None
-        self._observation: dict[str, Any] | None = None
-        self._steps = 0
-
-    def _ensure_sim(self):
-        if self._sim is None:
-            self._sim = _build_simulator(self.task, self.camera_names, self.height, self.width)
-            # Closing frees robosuite's GL context; left to the garbage collector at interpreter
-            # exit, after robosuite's own exit hook has shut EGL down, it prints EGL errors. So
-            # close at exit too, before that hook (exit hooks run last registered first), or
-            # when the env is dropped without close().
-            self._close_sim = weakref.finalize(self, self._sim.close)
-            atexit.register(self._close_sim)
-            if self.use_init_states:
-                self._init_states = load_init_states(self.task)
-        return self._sim
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """Start episode `options["episode_index"]` (0 when absent) from its fixed initial state."""
-        super().reset(seed=seed)
-        sim = self._ensure_sim()
-        if seed is not None:
-            sim.seed(seed)  # LIBERO's object placement draws from NumPy's global generator
-        raw_obs = sim.reset()
-        info: dict[str, Any] = {"is_success": False, "task": self.task}
-        if self._init_states is not None:
-            episode_index = int((options or {}).get("episode_index", 0))
-            info["init_state_index"] = episode_index % len(self._init_states)
-            raw_obs = sim.set_init_state(self._init_states[info["init_state_index"]])
-        for _ in range(self.num_settle_steps):
-            raw_obs, *_ = sim.step(NOOP_ACTION)
-        self._steps = 0
-        self._observation = self._format(raw_obs)
-        return self._observation, info
-
-    def step(self, action: np.ndarray):
-        sim = self._ensure_sim()
-        action = np.asarray(action, dtype=np.float64)
-        if action.shape != (ACTION_DIM,):
-            raise ValueError(f"LIBERO expects one action of shape ({ACTION_DIM},), got {action.shape}")
-        raw_obs, reward, _, _ = sim.step(action)
-        self._steps += 1
-        success = bool(sim.check_success())
-        self._observation = self._format(raw_obs)
-        terminated = success and self.terminate_on_success
-        truncated = self._steps >= self.episode_length
-        return (
-            self._observation,
-            float(reward),
-            terminated,
-            truncated,
-            {"is_success": success, "task": self.task},
-        )
-
-    def render(self) -> np.ndarray:
-        """The first camera's upright view of the current state (what the policy saw)."""
-        if self._observation is None:
-            raise RuntimeError("LiberoEnv.render() needs a reset() first")
-        return self._observation["pixels"][self.camera_keys[self.camera_names[0]]]
-
-    def close(self) -> None:
-        if self._sim is not None:
-            atexit.unregister(self._close_sim)
-            self._close_sim()
-            self._sim = None
-
-    def _format(self, raw_obs: dict[str, Any]) -> dict[str, Any]:
-        return format_observation(
-            raw_obs, self.camera_names, self.camera_keys, with_state=self.obs_type == "pixels_agent_pos"
-        )
-
-
-def _build_simulator(task: str, camera_names: tuple[str, ...], height: int, width: int):
-    """LIBERO's offscreen env for `task`, rendering only the requested cameras."""
-    envs = import_libero_envs()
-    bddl_file = find_libero_root() / "bddl_files" / suite_of(task) / f"{task}.bddl"
-    return envs.OffScreenRenderEnv(
-        bddl_file_name=str(bddl_file),
-        camera_names=[cam.removesuffix("_image") for cam in camera_names],
-        camera_heights=height,
-        camera_widths=width,
-        # The step limit is ours (episode_length); robosuite's own horizon (1000 steps,
-        # settle steps included) would refuse steps past it.
-        ignore_done=True,
-    )
-
-
-def build_observation_space(obs_type: str, camera_keys: list[str], height: int, width: int) -> spaces.Dict:
-    image = spaces.Box(0, 255, shape=(height, width, 3), dtype=np.uint8)
-    entries: dict[str, spaces.Space] = {"pixels": spaces.Dict({key: image for key in camera_keys})}
-    if obs_type == "pixels_agent_pos":
-        entries["agent_pos"] = spaces.Box(-np.inf, np.inf, shape=(STATE_DIM,), dtype=np.float32)
-    return spaces.Dict(entries)
-
-
 # --- the config -------------------------------------------------------------------------
 @EnvConfig.register_subclass("libero")
 @dataclass
@@ -382,8 +211,9 @@ class LiberoEnvConfig(EnvConfig):
     """A suite (libero_spatial, libero_object, libero_goal, libero_10, libero_90) or a comma list."""
     task_ids: list[int] | None = None
     """Task ids to keep in every selected suite, e.g. `[0,3]`; all tasks when unset."""
-    fps: int = 30
-    """Frame rate of the recorded videos (LeRobot's LIBERO setting; the simulator steps at 20 Hz)."""
+    fps: int = 20
+    """Simulator control frequency in Hz (robosuite's `control_freq`, LeRobot's meaning); the
+    videos play at the same rate, so they run in real time."""
     obs_type: ObsType = "pixels_agent_pos"
     """`pixels_agent_pos` (camera images + 8-d state) or `pixels` (camera images only)."""
     camera_name: list[str] | str = field(default_factory=lambda: list(CAMERAS))
@@ -391,7 +221,9 @@ class LiberoEnvConfig(EnvConfig):
     camera_name_mapping: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CAMERA_KEYS))
     """Camera -> policy key: `agentview_image` becomes `observation.images.image` by default."""
     observation_height: int = 256
+    """Height of the rendered camera images, in pixels."""
     observation_width: int = 256
+    """Width of the rendered camera images, in pixels."""
     episode_length: int | None = None
     """Step limit per episode; unset = the suite's limit (280, 280, 300, 520, 400)."""
     num_settle_steps: int = 10
@@ -400,11 +232,20 @@ class LiberoEnvConfig(EnvConfig):
     """Start episode e from the task's fixed initial state e mod n (LIBERO's protocol)."""
     terminate_on_success: bool = True
     """End an episode at its first success (LeRobot's protocol)."""
+    control_mode: str = "relative"
+    """`relative`: actions are end-effector pose deltas (LIBERO's datasets); `absolute`: absolute
+    poses (what X-VLA checkpoints expect)."""
+    hard_reset: bool = True
+    """Rebuild the simulator at every reset (LIBERO's default, bit-reproducible); `false` reuses
+    it (faster; needs --env.init_states=true; observations may differ slightly)."""
+    render_mode: str = "rgb_array"
+    """LeRobot's flag; `rgb_array` (offscreen images) is the one mode here."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.obs_type not in OBS_TYPES:
             raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        self._check_lerobot_flags()  # --env.fps first: here it is the control frequency
+        super().__post_init__()
         self.camera_name = parse_name_list(self.camera_name, "--env.camera_name", CAMERAS)
         _check_camera_keys(self.camera_name, self.camera_name_mapping)
         for flag, value, low in (
@@ -417,6 +258,24 @@ class LiberoEnvConfig(EnvConfig):
                 raise ConfigError(f"--env.{flag}={value}: must be an integer >= {low}")
         self._selected_tasks = select_tasks(resolve_suites(self.task), self.task_ids)
         check_installed()
+
+    def _check_lerobot_flags(self) -> None:
+        if self.control_mode not in CONTROL_MODES:
+            raise ConfigError(
+                f"--env.control_mode={self.control_mode!r}: must be one of {', '.join(CONTROL_MODES)}"
+            )
+        if self.fps <= 0:
+            raise ConfigError(
+                f"--env.fps={self.fps}: must be a positive control frequency in Hz (LIBERO: 20)"
+            )
+        if not self.hard_reset and not self.init_states:
+            raise ConfigError(
+                "--env.hard_reset=false: soft resets need the fixed initial states; add --env.init_states=true"
+            )
+        if self.render_mode != "rgb_array":
+            raise ConfigError(
+                f"--env.render_mode={self.render_mode!r}: must be rgb_array (offscreen rendering)"
+            )
 
     def task_groups(self) -> dict[str, list[str]]:
         return {suite: list(tasks.values()) for suite, tasks in self._selected_tasks.items()}
@@ -431,6 +290,8 @@ class LiberoEnvConfig(EnvConfig):
         return self.episode_length or SUITE_EPISODE_LENGTHS[suite_of(task_name)]
 
     def env_factory(self, task_name: str):
+        from lerobot.envs.libero_env import LiberoEnv
+
         return functools.partial(
             LiberoEnv,
             task=task_name,
@@ -443,15 +304,22 @@ class LiberoEnvConfig(EnvConfig):
             num_settle_steps=self.num_settle_steps,
             init_states=self.init_states,
             terminate_on_success=self.terminate_on_success,
+            control_freq=self.fps,
+            control_mode=self.control_mode,
+            hard_reset=self.hard_reset,
         )
 
-    def observation_space(self) -> spaces.Dict:
+    def observation_space(self):
+        from lerobot.envs.libero_env import build_observation_space
+
         return build_observation_space(
             self.obs_type, self._camera_keys(), self.observation_height, self.observation_width
         )
 
-    def action_space(self) -> spaces.Box:
-        return spaces.Box(-1.0, 1.0, shape=(ACTION_DIM,), dtype=np.float32)
+    def action_space(self):
+        from lerobot.envs.libero_env import action_space
+
+        return action_space()
 
     def policy_features(self) -> dict[str, PolicyFeature]:
         image = PolicyFeature(FeatureType.VISUAL, (3, self.observation_height, self.observation_width))
@@ -473,3 +341,13 @@ def _check_camera_keys(cameras: list[str], mapping: dict[str, str]) -> None:
             f"--env.camera_name_mapping={json.dumps(mapping)}: must give each of {', '.join(cameras)} "
             f"a distinct non-empty key (cameras: {', '.join(CAMERAS)})"
         )
+
+
+def __getattr__(name: str) -> Any:
+    """`lerobot.envs.libero.LiberoEnv`, where LeRobot code imports the env from; loaded on
+    first use so that importing the benchmark's config stays light."""
+    if name == "LiberoEnv":
+        from lerobot.envs.libero_env import LiberoEnv
+
+        return LiberoEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

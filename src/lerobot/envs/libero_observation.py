@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-STATE_DIM = 8
+from lerobot.envs.libero import STATE_DIM
+
+__all__ = ["STATE_DIM", "agent_state", "format_observation", "quaternion_to_axis_angle", "upright_image"]
 # robosuite's names for the parts of the state (the Panda arm is robot 0).
 EEF_POS_KEY = "robot0_eef_pos"
 EEF_QUAT_KEY = "robot0_eef_quat"

@@ -115,11 +115,11 @@ def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None) -> 
 
 
 class _InProcessSlot:
-    """A sub-env living in this process; created on its first command."""
+    """A sub-env living in this process; created on its first command (or handed over built)."""
 
-    def __init__(self, env_fn: EnvFactory):
+    def __init__(self, env_fn: EnvFactory, env: gym.Env | None = None):
         self._env_fn = env_fn
-        self._env: gym.Env | None = None
+        self._env: gym.Env | None = env
         self._reply: tuple[str, Any] | None = None
 
     def send(self, command: str, payload: Any = None) -> None:
@@ -246,6 +246,23 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self.task = task
         """The task every sub-env runs, when the env was built for one (`make_task_env`)."""
         self._slots: list[_InProcessSlot | _WorkerSlot] | None = None
+
+    @classmethod
+    def adopt(cls, sync_env: gym.vector.SyncVectorEnv, task: TaskSpec | None = None) -> LazyVectorEnv:
+        """Per-slot control over the sub-envs of a gymnasium SyncVectorEnv, which are used as they
+        are (a crashed one is rebuilt from the SyncVectorEnv's own factory)."""
+        env = cls(
+            sync_env.env_fns,
+            sync_env.single_observation_space,
+            sync_env.single_action_space,
+            use_async=False,
+            metadata=dict(sync_env.metadata),
+            task=task,
+        )
+        env._slots = [
+            _InProcessSlot(fn, built) for fn, built in zip(sync_env.env_fns, sync_env.envs, strict=True)
+        ]
+        return env
 
     @property
     def started(self) -> bool:

@@ -11,11 +11,15 @@ cluster, `lerobot.evaluation.ray_backend`). A new one, e.g. a remote policy serv
 from __future__ import annotations
 
 import abc
+import concurrent.futures as cf
+import copy
 import logging
 import os
+import queue
+import threading
 import time
-from collections.abc import Callable
-from typing import ClassVar, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol
 
 import torch
 
@@ -23,7 +27,7 @@ from lerobot.configs.env import TaskSpec
 from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.plan import RunPlan, WorkUnit
 from lerobot.evaluation.results import EpisodeResult
-from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.device import policy_device
 
@@ -58,11 +62,30 @@ class EvalBackend(abc.ABC):
         """Run every pending unit of `plan`, reporting through `events`; return when all are done."""
 
 
+class TaskRecording(Protocol):
+    """Where a task's rollouts are recorded (a dataset), fed by the rollout's hooks."""
+
+    def add_step(self, env_id: int, episode: int, observation: Any, action: Any, step: int) -> None: ...
+
+    def end_episode(self, result: EpisodeResult) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+TaskRecorders = Callable[[TaskSpec, Sequence[int]], TaskRecording]
+"""Opens the recording of a task's episodes (`--eval.recording`)."""
+
+
 class LocalBackend(EvalBackend):
-    """Tasks one after the other in this process, each on its own vector env.
+    """Tasks one after the other in this process, each on its own vector env; or, with
+    `max_parallel_tasks=N`, N tasks at a time in threads, each with its own copy of the policy.
 
     A task's env is closed as soon as its task is done, also when it fails, so at most one
-    task's workers and simulators exist at any time.
+    task's (or N tasks') workers and simulators exist at any time. The copies matter: a policy
+    keeps per-row state (action queues, observation histories, random generators), and tasks
+    sharing one would interleave it. LeRobot shares one policy between its threads (its issue
+    #4327: 85% success silently became 0%); here every episode gives the same result with N
+    tasks at a time as with one.
     """
 
     def __init__(
@@ -71,28 +94,101 @@ class LocalBackend(EvalBackend):
         settings: RolloutSettings,
         env_source: EnvSource,
         n_env_workers: int = 0,
+        max_parallel_tasks: int = 1,
+        recorders: TaskRecorders | None = None,
     ):
-        """`n_env_workers`: worker processes the envs run in (0: in-process), whose cores a
-        policy on the CPU leaves to them."""
+        """`n_env_workers`: worker processes one task's envs run in (0: in-process), whose
+        cores a policy on the CPU leaves to them; `recorders`: record each task's rollouts."""
         self.policy, self.settings, self.env_source = policy, settings, env_source
         self.n_env_workers = n_env_workers
+        self.max_parallel_tasks = max(1, max_parallel_tasks)
+        self.recorders = recorders
+        self.runs_tasks_in_order = self.max_parallel_tasks == 1
+        self._stop = threading.Event()
 
     def run(self, plan: RunPlan, events: RunEvents) -> None:
+        units = plan.units()
+        n_parallel = min(self.max_parallel_tasks, len(units))
         if self.n_env_workers:
-            share_cores_with_workers(self.policy, self.n_env_workers)
-        for unit in plan.units():
-            self._run_unit(unit, events)
+            share_cores_with_workers(self.policy, self.n_env_workers * max(1, n_parallel))
+        if n_parallel <= 1:
+            for unit in units:
+                self._run_unit(unit, self.policy, events)
+            return
+        self._run_in_threads(units, n_parallel, _SerialEvents(events))
 
-    def _run_unit(self, unit: WorkUnit, events: RunEvents) -> None:
+    def _run_in_threads(self, units: Sequence[WorkUnit], n_parallel: int, events: RunEvents) -> None:
+        """`n_parallel` units at a time; the first failure (or an interrupt) stops the others."""
+        copies: queue.Queue[PreTrainedPolicy] = queue.Queue()
+        copies.put(self.policy)
+        for _ in range(n_parallel - 1):
+            copies.put(copy.deepcopy(self.policy))
+        logger.info("%d tasks at a time, each with its own copy of the policy", n_parallel)
+
+        def run_with_a_copy(unit: WorkUnit) -> None:
+            policy = copies.get()
+            try:
+                self._run_unit(unit, policy, events)
+            finally:
+                copies.put(policy)
+
+        self._stop.clear()
+        with cf.ThreadPoolExecutor(max_workers=n_parallel, thread_name_prefix="task") as pool:
+            futures = [pool.submit(run_with_a_copy, unit) for unit in units]
+            try:
+                for future in cf.as_completed(futures):
+                    future.result()
+            except BaseException:
+                self._stop.set()  # running tasks end within one step; queued ones never start
+                for future in futures:
+                    future.cancel()
+                raise
+
+    def _run_unit(self, unit: WorkUnit, policy: PreTrainedPolicy, events: RunEvents) -> None:
+        if self._stop.is_set():
+            raise RolloutStoppedError(f"{unit.task.label}: not started, the run is stopping")
         started = time.perf_counter()
         events.unit_started(unit)
         env = self.env_source(unit.task)
-        hooks = RolloutHooks(on_episode_end=lambda episode: events.episode_finished(unit.task, episode))
+        recording = self.recorders(unit.task, unit.episodes) if self.recorders is not None else None
+
+        def episode_finished(episode: EpisodeResult) -> None:
+            events.episode_finished(unit.task, episode)  # the journal first
+            if recording is not None:
+                recording.end_episode(episode)
+
+        hooks = RolloutHooks(
+            on_episode_end=episode_finished,
+            on_step=recording.add_step if recording is not None else None,
+            should_stop=self._stop.is_set if self.max_parallel_tasks > 1 else None,
+        )
         try:
-            run_episodes(env, self.policy, unit.episodes, self.settings, unit.task, hooks)
+            run_episodes(env, policy, unit.episodes, self.settings, unit.task, hooks)
         finally:
             env.close()
+            if recording is not None:
+                recording.finish()
         events.unit_finished(unit, time.perf_counter() - started)
+
+
+class _SerialEvents:
+    """RunEvents called from several task threads, one call at a time (journal, progress)."""
+
+    def __init__(self, events: RunEvents):
+        self._events = events
+        self._lock = threading.Lock()
+
+    def unit_started(self, unit: WorkUnit) -> None:
+        with self._lock:
+            self._events.unit_started(unit)
+
+    def episode_finished(self, task: TaskSpec, episode: EpisodeResult) -> None:
+        with self._lock:
+            self._events.episode_finished(task, episode)
+
+    def unit_finished(self, unit: WorkUnit, eval_s: float) -> None:
+        with self._lock:
+            self._events.unit_finished(unit, eval_s)
 
 
 def share_cores_with_workers(policy: PreTrainedPolicy, n_workers: int) -> None:

@@ -18,6 +18,7 @@ from lerobot.evaluation.backend import EvalBackend, LocalBackend
 from lerobot.evaluation.journal import EpisodeJournal
 from lerobot.evaluation.plan import RunPlan
 from lerobot.evaluation.provenance import utc_now
+from lerobot.evaluation.recording import EvalRecorders
 from lerobot.evaluation.result_files import write_results
 from lerobot.evaluation.results import RunResult
 from lerobot.evaluation.resume import claimed_output_dir
@@ -48,11 +49,11 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
     """The backend `--eval.backend` names, with the policy built (local) or checked (Ray)."""
     settings = rollout_settings(cfg)
     if cfg.eval.backend == "ray":
-        make_policy(driver_policy_config(cfg), cfg.env)  # only a check: each actor builds its own
+        make_policy(driver_policy_config(cfg), env_cfg=cfg.env)  # only a check: each actor builds its own
         from lerobot.evaluation.ray_backend import RayBackend  # imports ray
 
         return RayBackend(cfg, settings)
-    policy = make_policy(cfg.policy, cfg.env)
+    policy = make_policy(cfg.policy, env_cfg=cfg.env)
     preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
     settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
     n_envs, use_async = cfg.eval.resolved_batch_size, cfg.eval.resolved_use_async
@@ -61,6 +62,8 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
         settings,
         lambda task: make_task_env(cfg.env, task, n_envs, use_async, cfg.eval.step_timeout_s),
         n_env_workers=n_envs if use_async else 0,
+        max_parallel_tasks=cfg.env.max_parallel_tasks,
+        recorders=EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None,
     )
 
 

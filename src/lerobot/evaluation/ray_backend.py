@@ -208,7 +208,7 @@ class EpisodeWorker:
         from lerobot.policies.factory import make_policy, make_pre_post_processors
 
         self.cfg = cfg
-        self.policy = make_policy(cfg.policy, cfg.env)
+        self.policy = make_policy(cfg.policy, env_cfg=cfg.env)
         preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
         self.settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
 

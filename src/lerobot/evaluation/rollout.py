@@ -52,6 +52,13 @@ class RolloutHooks:
     on_episode_end: Callable[[EpisodeResult], None] | None = None
     on_step: StepHook | None = None
     """Called for every active slot once its action is known (recording demonstrations)."""
+    should_stop: Callable[[], bool] | None = None
+    """Asked before every step; True ends the loop with RolloutStoppedError (a run stopping its
+    other tasks when one fails or is interrupted)."""
+
+
+class RolloutStoppedError(Exception):
+    """The caller's `should_stop` asked the loop to end; unfinished episodes are not reported."""
 
 
 @dataclass(frozen=True)
@@ -232,8 +239,13 @@ class _RolloutLoop:
         self.env_tasks = [self.task.name] * self.env.num_envs
         # One inference-mode scope for the whole loop rather than one per step: entering it
         # costs microseconds, which count against a state-only step of under a millisecond.
+        should_stop = self.hooks.should_stop
         with torch.inference_mode():
             while self.pending or self._active_ids():
+                if should_stop is not None and should_stop():
+                    raise RolloutStoppedError(
+                        f"{self.task.label}: stopped with {len(self.pending)} episodes pending"
+                    )
                 self._step_once()
         return sorted(self.results, key=lambda r: r.episode_index)
 
@@ -365,7 +377,9 @@ class _RolloutLoop:
         episode = self.slots[env_id]
         episode.record(step)
         self.observations[env_id] = step.observation
-        if step.terminated or step.truncated:
+        # The task's step limit also ends episodes of envs that do not truncate by themselves.
+        at_limit = self.task.max_steps is not None and episode.n_steps >= self.task.max_steps
+        if step.terminated or step.truncated or at_limit:
             self._finish(env_id, episode.finish())
 
     def _handle_failure(self, env_id: int, reason: str) -> None:

@@ -1,4 +1,29 @@
-"""Policies. Each folder registers its config with `PreTrainedConfig`."""
+"""Policies. Each folder registers its config with `PreTrainedConfig`.
+
+LeRobot's names (`from lerobot.policies import make_policy, PreTrainedPolicy`, ...) are loaded
+on first use, so registering the policy types does not import torch.
+"""
+
+from typing import Any
 
 from lerobot.policies import act, diffusion, metaworld_expert, random, smolvla  # noqa: F401  (register --policy.type values)
+from lerobot.policies.act.configuration_act import ACTConfig  # noqa: F401
+from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig  # noqa: F401
 from lerobot.policies.random.configuration_random import RandomConfig  # noqa: F401
+
+# LeRobot's exports -> the module that defines them (importing it loads torch).
+_LAZY = {
+    "PreTrainedPolicy": "lerobot.policies.pretrained",
+    "get_policy_class": "lerobot.policies.factory",
+    "make_policy": "lerobot.policies.factory",
+    "make_policy_config": "lerobot.policies.factory",
+    "make_pre_post_processors": "lerobot.policies.factory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The pre- and post-processors of a checkpoint policy: blank cameras and (un)normalisation.
+"""The pre- and post-processors of a policy: renaming, blank cameras, (un)normalisation, devices.
 
 They are built from the files saved next to the checkpoint, in either layout:
 - current: `policy_preprocessor.json` / `policy_postprocessor.json`, whose normalizer steps
@@ -37,6 +37,7 @@ from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.processor.language import TASK_STEP_NAMES, TaskStepError, task_step_from_json
 from lerobot.processor.normalize import Normalizer
+from lerobot.utils.device import resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -44,26 +45,43 @@ PASS_THROUGH_STEPS = {"rename_observations_processor", "to_batch_processor", "de
 
 
 class PolicyPreprocessor:
-    """Adds blank frames for missing cameras, runs the instruction steps (if any), then
-    normalises the observation features."""
+    """The policy batch on its way in: renamed keys, blank frames for missing cameras, normalised
+    features, tensors on the policy's device.
+
+    Every step is optional: a built-in policy's preprocessor (no statistics, no cameras to fill)
+    only moves tensors to its device, which is what LeRobot's pipeline does for a policy without
+    a normaliser, so code written against LeRobot can call it for any policy.
+    """
 
     def __init__(
         self,
-        normalizer: Normalizer,
-        image_features: Mapping[str, PolicyFeature],
-        empty_cameras: int,
+        normalizer: Normalizer | None = None,
+        image_features: Mapping[str, PolicyFeature] | None = None,
+        empty_cameras: int = 0,
+        device: torch.device | str | None = None,
+        rename_map: Mapping[str, str] | None = None,
         task_steps: Sequence[Callable[[dict[str, Any]], dict[str, Any]]] = (),
     ):
         self.normalizer = normalizer
-        self.image_features = dict(image_features)
+        self.image_features = dict(image_features or {})
         self.empty_cameras = empty_cameras
+        self.device = torch.device(device) if device is not None else None
+        self.rename_map = dict(rename_map or {})
         self.task_steps = list(task_steps)
+        """The instruction steps of language-conditioned policies (newline, tokenizer)."""
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        if self.rename_map:
+            batch = {self.rename_map.get(key, key): value for key, value in batch.items()}
         batch = self.add_blank_cameras(batch)
         for step in self.task_steps:
             batch = step(batch)
-        return self.normalizer.normalize(batch)
+        if self.device is not None:
+            batch = {k: v.to(self.device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+        return self.normalizer.normalize(batch) if self.normalizer is not None else batch
+
+    def reset(self) -> None:
+        """LeRobot's pipelines reset stateful steps between episodes; these steps keep no state."""
 
     def add_blank_cameras(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Black frames (0 in [0, 1] pixel space) for up to `empty_cameras` missing cameras.
@@ -93,35 +111,120 @@ class PolicyPreprocessor:
 
 
 class PolicyPostprocessor:
-    """Maps the policy's normalised actions back to the env's action scale."""
+    """Maps the policy's normalised actions back to the env's action scale, on the CPU (where
+    the env needs them; LeRobot's postprocessor ends on the CPU too)."""
 
-    def __init__(self, normalizer: Normalizer):
+    def __init__(self, normalizer: Normalizer | None = None, device: torch.device | str | None = "cpu"):
         self.normalizer = normalizer
+        self.device = torch.device(device) if device is not None else None
 
     def __call__(self, action: Tensor) -> Tensor:
-        return self.normalizer.unnormalize_action(action)
+        if self.normalizer is not None:
+            action = self.normalizer.unnormalize_action(action)
+        return action.to(self.device) if self.device is not None else action
+
+    def reset(self) -> None:
+        """Nothing to forget between episodes (see PolicyPreprocessor.reset)."""
+
+
+# The keyword arguments LeRobot's `make_pre_post_processors` takes (its ProcessorConfigKwargs).
+PROCESSOR_KWARGS = frozenset(
+    {
+        "preprocessor_config_filename",
+        "postprocessor_config_filename",
+        "preprocessor_overrides",
+        "postprocessor_overrides",
+        "dataset_stats",
+        "dataset_meta",
+    }
+)
 
 
 def make_pre_post_processors(
-    policy_cfg: PreTrainedConfig, pretrained_path: str | Path | None = None
-) -> tuple[PolicyPreprocessor | None, PolicyPostprocessor | None]:
-    """The processors saved with a checkpoint (`pretrained_path`, default the config's);
-    (None, None) for built-ins that need none."""
-    if pretrained_path is None and isinstance(policy_cfg, CheckpointPolicyConfig):
-        pretrained_path = policy_cfg.pretrained_path
-    if not isinstance(policy_cfg, CheckpointPolicyConfig) or pretrained_path is None:
+    policy_cfg: PreTrainedConfig,
+    pretrained_path: str | Path | None = None,
+    pretrained_revision: str | None = None,
+    **kwargs: Any,
+) -> tuple[PolicyPreprocessor, PolicyPostprocessor]:
+    """The policy's processors, with LeRobot's signature: from the checkpoint at
+    `pretrained_path` (default: the config's), from `dataset_stats` for a fresh policy, or, for
+    built-in policies that need none, processors that only place tensors.
+
+    Of LeRobot's keyword arguments, `preprocessor_overrides` may set
+    `{"device_processor": {"device": ...}}` and `{"rename_observations_processor":
+    {"rename_map": {...}}}`; `*_config_filename` name other pipeline files in the checkpoint.
+    `pretrained_revision` is accepted for the signature: a hub checkpoint is resolved to its
+    local directory (at its revision) when its config is read.
+    """
+    unknown = sorted(set(kwargs) - PROCESSOR_KWARGS)
+    if unknown:
+        raise TypeError(f"make_pre_post_processors() got unexpected keyword arguments: {', '.join(unknown)}")
+    pre_overrides = kwargs.get("preprocessor_overrides") or {}
+    device = pre_overrides.get("device_processor", {}).get("device") or resolve_device(policy_cfg.device)
+    rename_map = pre_overrides.get("rename_observations_processor", {}).get("rename_map")
+    post_device = (
+        (kwargs.get("postprocessor_overrides") or {}).get("device_processor", {}).get("device", "cpu")
+    )
+    inputs, outputs = _normalizers(policy_cfg, pretrained_path, kwargs)
+    image_features = getattr(policy_cfg, "image_features", {})
+    if not getattr(policy_cfg, "blank_cameras_in_preprocessor", True):
+        image_features = {}  # the model masks its missing cameras itself (SmolVLA)
+    empty_cameras = getattr(policy_cfg, "empty_cameras", 0)
+    task_steps = _task_steps(policy_cfg, pretrained_path, kwargs)
+    pre = PolicyPreprocessor(inputs, image_features, empty_cameras, device, rename_map, task_steps)
+    return pre, PolicyPostprocessor(outputs, post_device)
+
+
+def _task_steps(
+    policy_cfg: PreTrainedConfig, pretrained_path: str | Path | None, kwargs: Mapping[str, Any]
+) -> list[Callable[[dict[str, Any]], dict[str, Any]]]:
+    """The checkpoint's saved instruction steps, else those a fresh policy of its type needs."""
+    path = pretrained_path or getattr(policy_cfg, "pretrained_path", None)
+    pre_file = kwargs.get("preprocessor_config_filename") or PREPROCESSOR_FILE
+    if path is not None and (Path(path) / pre_file).is_file():
+        return read_task_steps(Path(path), pre_file)
+    fresh_steps = getattr(policy_cfg, "task_steps", None)
+    return list(fresh_steps()) if callable(fresh_steps) else []
+
+
+def _normalizers(
+    policy_cfg: PreTrainedConfig, pretrained_path: str | Path | None, kwargs: Mapping[str, Any]
+) -> tuple[Normalizer | None, Normalizer | None]:
+    """(input, output) normalisers: the checkpoint's, the given statistics', or none."""
+    if not isinstance(policy_cfg, CheckpointPolicyConfig):
         return None, None
-    directory = Path(pretrained_path)
-    task_steps = []
-    if (directory / PREPROCESSOR_FILE).is_file():
-        inputs = read_pipeline_normalizer(directory, PREPROCESSOR_FILE, "normalizer_processor")
-        outputs = read_pipeline_normalizer(directory, POSTPROCESSOR_FILE, "unnormalizer_processor")
-        task_steps = read_task_steps(directory, PREPROCESSOR_FILE)
-    else:
-        inputs, outputs = read_legacy_normalizers(directory, policy_cfg)
-    cameras = policy_cfg.image_features if policy_cfg.blank_cameras_in_preprocessor else {}
-    pre = PolicyPreprocessor(inputs, cameras, policy_cfg.empty_cameras, task_steps)
-    return pre, PolicyPostprocessor(outputs)
+    path = pretrained_path or policy_cfg.pretrained_path
+    if path is not None:
+        directory = Path(path)
+        pre_file = kwargs.get("preprocessor_config_filename") or PREPROCESSOR_FILE
+        post_file = kwargs.get("postprocessor_config_filename") or POSTPROCESSOR_FILE
+        if (directory / pre_file).is_file():
+            return (
+                read_pipeline_normalizer(directory, pre_file, "normalizer_processor"),
+                read_pipeline_normalizer(directory, post_file, "unnormalizer_processor"),
+            )
+        return read_legacy_normalizers(directory, policy_cfg)
+    if kwargs.get("dataset_stats") is not None:
+        return _stats_normalizers(policy_cfg, kwargs["dataset_stats"])
+    return None, None
+
+
+def _stats_normalizers(
+    cfg: CheckpointPolicyConfig, dataset_stats: Mapping[str, Mapping[str, Any]]
+) -> tuple[Normalizer, Normalizer]:
+    """Normalisers of a fresh policy from dataset statistics ({key: {"mean": ..., ...}})."""
+    stats = {
+        key: {name: torch.as_tensor(value, dtype=torch.float32) for name, value in by_stat.items()}
+        for key, by_stat in dataset_stats.items()
+    }
+    norm_map = {FeatureType(k): NormalizationMode(v) for k, v in cfg.normalization_mapping.items()}
+    inputs = Normalizer(
+        cfg.input_features, norm_map, {k: v for k, v in stats.items() if k in cfg.input_features}
+    )
+    outputs = Normalizer(
+        cfg.output_features, norm_map, {k: v for k, v in stats.items() if k in cfg.output_features}
+    )
+    return inputs, outputs
 
 
 def read_task_steps(directory: Path, filename: str) -> list[Callable[[dict[str, Any]], dict[str, Any]]]:

@@ -1,4 +1,8 @@
-"""The start every command-line entry point shares."""
+"""The start every config-driven entry point shares: logging, plugins, parsing, `--help`.
+
+Nothing here imports torch, gymnasium or a simulator, so a bad flag or `--help` is answered in
+a fraction of a second; the entry points import the heavy parts only after the config parsed.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +10,31 @@ import sys
 from collections.abc import Sequence
 from typing import TypeVar
 
-from lerobot.configs.parser import CliError, parse_config
+from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, HelpRequested, parse_config
 from lerobot.utils.gl import default_mujoco_gl
+from lerobot.utils.import_utils import register_third_party_plugins
 from lerobot.utils.logging_utils import init_logging
 
 T = TypeVar("T")
 
 
-def start_cli(config_class: type[T], argv: Sequence[str] | None, prog: str) -> T | None:
-    """Set up logging and headless rendering, then parse `argv` into `config_class`.
+def start_cli(config_class: type[T], argv: Sequence[str] | None, prog: str, description: str = "") -> T | int:
+    """Set up logging and headless rendering, load plugins, then parse `argv` into `config_class`.
 
-    On bad input, print the one-line error and return None: the caller exits with
-    USAGE_EXIT_CODE before anything starts. Logging then follows the config's `log_level`.
+    Returns the config, or the exit code to end with at once: 0 after printing `--help`, 2
+    (USAGE_EXIT_CODE) after printing the one-line error of bad input. Logging then follows
+    the config's `log_level`.
     """
     init_logging()
     default_mujoco_gl()
+    register_third_party_plugins()
     try:
-        cfg = parse_config(config_class, argv, prog=prog)
+        cfg = parse_config(config_class, argv, prog=prog, description=description)
+    except HelpRequested as help_text:
+        sys.stdout.write(str(help_text))
+        return 0
     except CliError as exc:
         sys.stderr.write(f"{exc}\n")
-        return None
+        return USAGE_EXIT_CODE
     init_logging(cfg.log_level)
     return cfg

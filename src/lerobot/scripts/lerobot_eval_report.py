@@ -51,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="where comparison.html and comparison.md go (several runs only); default: the first run's directory",
     )
-    parser.add_argument("--log_level", choices=LOG_LEVELS, default="INFO")
+    parser.add_argument(
+        "--log_level", choices=LOG_LEVELS, default="INFO", help="console logging detail (default: INFO)"
+    )
     return parser
 
 

@@ -16,7 +16,6 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.record import RecordSimConfig
-from lerobot.evaluation.recording import record_sim
 from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import ConfigError
 
@@ -24,9 +23,11 @@ logger = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cfg = start_cli(RecordSimConfig, argv, prog="lerobot-record-sim")
-    if cfg is None:
-        return USAGE_EXIT_CODE
+    cfg = start_cli(RecordSimConfig, argv, prog="lerobot-record-sim", description=__doc__)
+    if isinstance(cfg, int):
+        return cfg
+    from lerobot.evaluation.recording import record_sim  # loads torch: only once the config is good
+
     try:
         root = record_sim(cfg)
     except (ConfigError, ValueError) as exc:

@@ -18,18 +18,20 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.train import TrainPipelineConfig
-from lerobot.datasets.reader import DatasetError
 from lerobot.scripts.cli import start_cli
-from lerobot.training.train import train
 from lerobot.utils.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cfg = start_cli(TrainPipelineConfig, argv, prog="lerobot-train")
-    if cfg is None:
-        return USAGE_EXIT_CODE
+    cfg = start_cli(TrainPipelineConfig, argv, prog="lerobot-train", description=__doc__)
+    if isinstance(cfg, int):
+        return cfg
+    # Imported once the config is known to be good: they load torch and the dataset readers.
+    from lerobot.datasets.reader import DatasetError
+    from lerobot.training.train import train
+
     try:
         result = train(cfg)
     except (ConfigError, DatasetError) as exc:

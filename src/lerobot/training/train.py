@@ -77,7 +77,7 @@ class Trainee:
     def processors(self) -> tuple[PolicyPreprocessor, PolicyPostprocessor]:
         cfg = self.policy.config
         cameras = cfg.image_features if cfg.blank_cameras_in_preprocessor else {}
-        preprocessor = PolicyPreprocessor(self.normalizer, cameras, 0, self.task_steps)
+        preprocessor = PolicyPreprocessor(self.normalizer, cameras, 0, task_steps=self.task_steps)
         return preprocessor, PolicyPostprocessor(self.normalizer)
 
     def loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:

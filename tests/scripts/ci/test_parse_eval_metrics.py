@@ -66,7 +66,7 @@ def test_multi_task_shape_reads_overall(tmp_path):
         "n_episodes": 4,
         "avg_sum_reward": 20.25,
         "eval_s": 9.0,
-        "task_descriptions": None,
+        "task_descriptions": {},
     }
     assert result.stderr == ""
 
@@ -121,7 +121,7 @@ def test_missing_eval_info_warns_and_writes_nulls(tmp_path):
         "task": "push-v3",
         "policy": "metaworld_expert",
         **NULL_METRICS,
-        "task_descriptions": None,
+        "task_descriptions": {},
     }
 
 
@@ -153,12 +153,20 @@ def test_task_descriptions_are_included_when_present(tmp_path):
     assert read_metrics(tmp_path)["task_descriptions"] == descriptions
 
 
-def test_corrupt_task_descriptions_warn_and_become_null(tmp_path):
+def test_missing_task_descriptions_are_an_empty_object_as_lerobot_writes_them(tmp_path):
+    write_eval_info(tmp_path, LEROBOT_MULTI_TASK)
+    result = run_script(tmp_path)
+    assert result.returncode == 0 and "task_descriptions" not in result.stderr
+    assert read_metrics(tmp_path)["task_descriptions"] == {}
+
+
+def test_corrupt_task_descriptions_warn_and_become_empty(tmp_path):
     write_eval_info(tmp_path, LEROBOT_MULTI_TASK)
     (tmp_path / "task_descriptions.json").write_text('{"push-v3_0": ')
     result = run_script(tmp_path)
     assert result.returncode == 0
     assert "task_descriptions.json is not valid JSON" in result.stderr
+    assert "task_descriptions will be {}" in result.stderr
     metrics = read_metrics(tmp_path)
-    assert metrics["task_descriptions"] is None
+    assert metrics["task_descriptions"] == {}
     assert metrics["pc_success"] == 75.0

@@ -34,6 +34,7 @@ class ACTConfig(CheckpointPolicyConfig):
             "ACTION": NormalizationMode.MEAN_STD,
         }
     )
+    """How each feature kind is scaled with the dataset statistics (VISUAL, STATE, ACTION)."""
     vision_backbone: str = "resnet18"
     """ResNet variant reading the cameras; its weights always come from the checkpoint."""
     pretrained_backbone_weights: str | None = None
@@ -43,15 +44,23 @@ class ACTConfig(CheckpointPolicyConfig):
     pre_norm: bool = False
     """Layer norm before (True) or after (False) each transformer sub-block."""
     dim_model: int = 512
+    """Width of the transformer (and of the image and state tokens)."""
     n_heads: int = 8
+    """Attention heads per transformer layer."""
     dim_feedforward: int = 3200
+    """Hidden width of each transformer layer's feed-forward block."""
     feedforward_activation: str = "relu"
+    """Activation of the feed-forward blocks: relu, gelu or glu."""
     n_encoder_layers: int = 4
+    """Transformer encoder layers."""
     n_decoder_layers: int = 1
+    """Transformer decoder layers."""
     use_vae: bool = True
     """Whether the checkpoint carries a VAE encoder (used in training only)."""
     latent_dim: int = 32
+    """Size of the VAE latent (zero at inference)."""
     n_vae_encoder_layers: int = 4
+    """Layers of the VAE encoder (used in training only)."""
     temporal_ensemble_coeff: float | None = None
     """Average the overlapping predictions of every past chunk, weighted exp(-coeff * age_rank);
     needs n_action_steps=1. None executes chunks as they are."""
@@ -62,6 +71,7 @@ class ACTConfig(CheckpointPolicyConfig):
     optimizer_lr: float = 1e-5
     """AdamW learning rate `lerobot-train` uses for this policy (LeRobot's preset)."""
     optimizer_weight_decay: float = 1e-4
+    """AdamW weight decay `lerobot-train` uses for this policy."""
     optimizer_lr_backbone: float = 1e-5
     """Learning rate of the ResNet backbone."""
 

@@ -24,6 +24,7 @@ class DiffusionConfig(CheckpointPolicyConfig):
     """
 
     n_obs_steps: int = 2
+    """Observations (current and past) each call is conditioned on."""
     horizon: int = 64
     """Actions generated per call, counted from the oldest observation in the history."""
     n_action_steps: int = 32
@@ -35,6 +36,7 @@ class DiffusionConfig(CheckpointPolicyConfig):
             "ACTION": NormalizationMode.MIN_MAX,
         }
     )
+    """How each feature kind is scaled with the dataset statistics (VISUAL, STATE, ACTION)."""
     vision_backbone: str = "resnet18"
     """ResNet variant reading the cameras; its weights always come from the checkpoint."""
     pretrained_backbone_weights: str | None = None
@@ -50,20 +52,35 @@ class DiffusionConfig(CheckpointPolicyConfig):
     use_group_norm: bool = False
     """The backbone uses GroupNorm (channels // 16 groups) instead of BatchNorm."""
     spatial_softmax_num_keypoints: int = 32
+    """Keypoints the spatial softmax extracts from each camera's features."""
     use_separate_rgb_encoder_per_camera: bool = True
+    """One ResNet per camera (True) or one shared by all cameras."""
     down_dims: tuple[int, ...] = (512, 1024, 2048)
+    """Channels of the UNet's downsampling stages."""
     kernel_size: int = 5
+    """Kernel size of the UNet's 1-D convolutions."""
     n_groups: int = 8
+    """Groups of the UNet's GroupNorm layers."""
     diffusion_step_embed_dim: int = 128
+    """Size of the denoising-step embedding."""
     use_film_scale_modulation: bool = True
+    """FiLM conditioning scales as well as shifts the UNet features."""
     noise_scheduler_type: str = "DDPM"
+    """Sampler: DDPM or DDIM."""
     num_train_timesteps: int = 100
+    """Denoising steps of the noise schedule."""
     beta_schedule: str = "squaredcos_cap_v2"
+    """Noise schedule: linear, scaled_linear or squaredcos_cap_v2."""
     beta_start: float = 0.0001
+    """First beta of the linear schedules."""
     beta_end: float = 0.02
+    """Last beta of the linear schedules."""
     prediction_type: str = "epsilon"
+    """What the UNet predicts: the noise (epsilon) or the clean actions (sample)."""
     clip_sample: bool = True
+    """Clip each denoised sample to [-clip_sample_range, clip_sample_range]."""
     clip_sample_range: float = 1.0
+    """Bound of clip_sample, in normalised action units."""
     num_inference_steps: int | None = None
     """Denoising steps per call; None uses num_train_timesteps."""
     do_mask_loss_for_padding: bool = False
@@ -71,6 +88,7 @@ class DiffusionConfig(CheckpointPolicyConfig):
     optimizer_lr: float = 1e-4
     """AdamW learning rate `lerobot-train` uses for this policy (LeRobot's preset)."""
     optimizer_weight_decay: float = 1e-6
+    """AdamW weight decay `lerobot-train` uses for this policy."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

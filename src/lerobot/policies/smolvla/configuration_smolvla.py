@@ -79,8 +79,11 @@ class SmolVLAConfig(CheckpointPolicyConfig):
     optimizer_lr: float = 1e-4
     """AdamW peak learning rate `lerobot-train` uses for this policy (LeRobot's preset)."""
     optimizer_betas: tuple[float, float] = (0.9, 0.95)
+    """AdamW betas (LeRobot's preset)."""
     optimizer_eps: float = 1e-8
+    """AdamW epsilon (LeRobot's preset)."""
     optimizer_weight_decay: float = 1e-10
+    """AdamW weight decay (LeRobot's preset)."""
     optimizer_grad_clip_norm: float = 10
     """Kept for config.json compatibility; `--grad_clip_norm` clips."""
     scheduler_warmup_steps: int = 1_000
@@ -89,6 +92,7 @@ class SmolVLAConfig(CheckpointPolicyConfig):
     scheduler_decay_steps: int = 30_000
     """Cosine decay steps from the peak to scheduler_decay_lr."""
     scheduler_decay_lr: float = 2.5e-6
+    """Learning rate at the end of the cosine decay."""
     vlm_model_name: str = "HuggingFaceTB/SmolVLM2-500M-Video-Instruct"
     """Where the VLM's config and tokenizer come from: a local directory or a hub repo id
     (read from the hub cache, fetched when online). Weights always come from the checkpoint."""
@@ -115,9 +119,11 @@ class SmolVLAConfig(CheckpointPolicyConfig):
     min_period: float = 4e-3
     """Shortest period of the sine-cosine embedding of the flow-matching time."""
     max_period: float = 4.0
+    """Longest period of the sine-cosine embedding of the flow-matching time."""
     compile_model: bool = False
     """Accepted for config.json compatibility; this build runs the model eagerly."""
     compile_mode: str = "max-autotune"
+    """Accepted for config.json compatibility (torch.compile mode); unused here."""
     push_to_hub: bool = False
     """Accepted for LeRobot's command lines (`--policy.push_to_hub=false`); this build never uploads."""
 

@@ -1,0 +1,113 @@
+"""LeRobot's env helpers (`lerobot.envs.utils`): observations to policy batches, task strings,
+closing nested env dicts.
+
+These serve code written against LeRobot that steps envs itself. `lerobot-eval` does the same
+work inside its rollout loop (`lerobot.processor.observation.observation_to_batch`), in one
+pass per step. torch is imported by `preprocess_observation` only, so that `close_envs` (which
+`lerobot.envs.factory` offers too) stays usable where torch is not loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lerobot.utils.constants import OBS_IMAGE, OBS_IMAGES, OBS_PREFIX, TASK
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+
+def preprocess_observation(observations: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """A (batched) gymnasium observation as policy inputs under LeRobot's keys.
+
+    `pixels` (one camera, or a dict of cameras) become float32 channel-first images in [0, 1]
+    under `observation.image` / `observation.images.<camera>`; `agent_pos` becomes
+    `observation.state` and `environment_state` `observation.environment_state`; any other
+    array `x` becomes `observation.x`. Unbatched observations (a single env's) get a batch axis.
+    """
+    import torch
+
+    from lerobot.processor.observation import STATE_KEYS, images_to_tensor
+
+    batch: dict[str, torch.Tensor] = {}
+    pixels = observations.get("pixels")
+    cameras = pixels.items() if isinstance(pixels, Mapping) else [] if pixels is None else [(None, pixels)]
+    for camera, images in cameras:
+        images = np.asarray(images)
+        key = OBS_IMAGE if camera is None else f"{OBS_IMAGES}.{camera}"
+        batch[key] = images_to_tensor(images[None] if images.ndim == 3 else images)
+    for env_key, value in observations.items():
+        if env_key == "pixels" or isinstance(value, Mapping):
+            continue
+        policy_key = STATE_KEYS.get(env_key, f"{OBS_PREFIX}.{env_key}")
+        tensor = torch.as_tensor(np.asarray(value), dtype=torch.float32)
+        batch[policy_key] = tensor[None] if tensor.ndim == 1 else tensor
+    return batch
+
+
+def add_envs_task(env: Any, observation: dict[str, Any]) -> dict[str, Any]:
+    """Add `observation["task"]`: one instruction per sub-env (`task_description`, else `task`,
+    else ""), as language-conditioned policies read it."""
+    observation[TASK] = env_task_descriptions(env)
+    return observation
+
+
+def env_task_descriptions(env: Any) -> list[str]:
+    """Each sub-env's instruction, asked of the env without stepping it.
+
+    An env built by `lerobot.envs.factory` knows its task, so no worker is started to ask; any
+    other vector env is asked through `call`, as LeRobot does.
+    """
+    task = getattr(env, "task", None)
+    description = getattr(task, "description", None)
+    if isinstance(description, str):
+        return [description] * env.num_envs
+    for attribute in ("task_description", "task"):
+        values = sub_env_attribute(env, attribute)
+        if values is not None and all(isinstance(value, str) for value in values):
+            return values
+    return [""] * env.num_envs
+
+
+def sub_env_attribute(env: Any, name: str) -> list[Any] | None:
+    """Every sub-env's attribute `name` (looked up through its wrappers), or None when they
+    lack it.
+
+    Asked first whether they have it: a gymnasium AsyncVectorEnv shuts a worker down for good
+    when a call in it raises, so probing with `call` and catching AttributeError would break it.
+    """
+    sub_envs = getattr(env, "envs", None)
+    if sub_envs is not None:  # a SyncVectorEnv: ask the sub-envs directly
+        if not all(sub.has_wrapper_attr(name) for sub in sub_envs):
+            return None
+        return [sub.get_wrapper_attr(name) for sub in sub_envs]
+    try:
+        if not all(env.call("has_wrapper_attr", name)):
+            return None
+        return list(env.call(name))
+    except (AttributeError, NotImplementedError):  # a vector env without `call`
+        return None
+
+
+def close_envs(obj: Any) -> None:
+    """Close an env, or every env of a (nested) dict or list of them, such as `make_env` returns.
+
+    A failure to close one env is logged and the others are still closed.
+    """
+    if isinstance(obj, Mapping):
+        for value in obj.values():
+            close_envs(value)
+    elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes):
+        for value in obj:
+            close_envs(value)
+    elif hasattr(obj, "close"):
+        try:
+            obj.close()
+        except Exception:  # closing must go on for the other envs
+            logger.exception("failed to close %r", obj)
