@@ -1,4 +1,8 @@
-"""The one exception type for bad user input."""
+"""The exception types the CLI and the rollout loop know how to handle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class ConfigError(ValueError):
@@ -7,3 +11,36 @@ class ConfigError(ValueError):
     Its message is one line naming the flag, the value and what is allowed; the CLI prints
     it as is and exits with code 2, before any simulator or worker starts.
     """
+
+
+class PolicyUnreachableError(ConfigError):
+    """No policy server answers at the configured address.
+
+    At startup this is a wrong `--policy.host` or `--policy.port`; mid-run, a server that
+    stayed away longer than the client waits for it. Either way the CLI prints one line and
+    exits with code 2; a run stopped by it keeps its finished episodes for `--eval.resume`.
+    """
+
+
+class HarnessError(RuntimeError):
+    """Our side of an episode failed, not the policy: e.g. the connection to a policy server
+    dropped mid-request.
+
+    Raised by `select_action`, it makes the rollout treat the episodes of `rows` (batch rows,
+    i.e. env slots; None for every running one) like episodes whose env crashed: each is
+    re-run from its seed, counted in its retries, and never scored as a policy failure.
+    """
+
+    def __init__(self, message: str, rows: Sequence[int] | None = None):
+        super().__init__(message)
+        self.rows = tuple(rows) if rows is not None else None
+
+
+class PolicyError(RuntimeError):
+    """The policy itself failed on `rows` (None: every running one), e.g. a policy server
+    answered with an error: those episodes end for good, failed, with this message as their
+    `failure_reason`; the others go on."""
+
+    def __init__(self, message: str, rows: Sequence[int] | None = None):
+        super().__init__(message)
+        self.rows = tuple(rows) if rows is not None else None
