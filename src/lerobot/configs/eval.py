@@ -187,6 +187,7 @@ class EvalPipelineConfig:
                     f"--policy.type={self.policy.type}: needs trained weights; pass --policy.path=<checkpoint dir or repo id>"
                 )
             self.policy.check_env_inputs(self.env.policy_features(), self.rename_map)
+        self.policy.check_env(self.env)
         if self.job_name is None:
             self.job_name = f"{self.env.type}_{self.policy.type}"
         if self.output_dir is None:

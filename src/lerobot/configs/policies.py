@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import draccus
 
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_STATE
 from lerobot.utils.errors import ConfigError
@@ -29,6 +30,9 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
     @property
     def type(self) -> str:
         return self.get_choice_name(self.__class__)
+
+    def check_env(self, env: EnvConfig) -> None:
+        """Fail before anything starts when this policy cannot run on `env` (default: it can)."""
 
 
 @dataclass

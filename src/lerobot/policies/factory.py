@@ -56,6 +56,10 @@ def _build(cfg: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy
             raise ValueError("the random policy needs the env config to know the action space")
         space = env_cfg.action_space()
         return RandomPolicy(cfg, space.low, space.high)
+    if cfg.type == "websocket":
+        from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
+
+        return WebsocketPolicy(cfg, env_cfg)
     if cfg.type == "metaworld_expert":
         from lerobot.policies.metaworld_expert.modeling_metaworld_expert import MetaworldExpertPolicy
 
