@@ -11,6 +11,7 @@ go through the policy as one batch; each client's episodes keep their own policy
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -36,9 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         server.serve_forever()
     except OSError as exc:  # the port is taken, or the address is not this machine's
-        sys.stderr.write(
-            f"--host={cfg.host} --port={cfg.port}: cannot listen there ({exc.strerror or exc})\n"
-        )
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        sys.stderr.write(f"--host={cfg.host} --port={cfg.port}: cannot listen there ({reason})\n")
         return USAGE_EXIT_CODE
     return 0
 

@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = 1011
 """The close code openpi's server (and ours) sends after an error frame."""
-BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+BACKOFF_S = (0.2, 0.5, 1.0, 2.0)
 """Waits between reconnection attempts; the last repeats."""
 
 
