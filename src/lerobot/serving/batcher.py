@@ -3,7 +3,9 @@
 A batch is sent to the inference thread when every open connection has a request waiting
 (no one else can join, so waiting longer only adds latency), when it holds `max_batch` rows,
 or `window_s` after its oldest request arrived, whichever comes first. While the policy runs,
-the next batch gathers. A batch holds at most one request per connection (a connection's
+the next batch gathers; the window then counts from the end of that call, not from the
+arrival of requests that waited through it: the clients just answered need a moment to step
+their envs and ask again, and without it two clients fall into taking turns, one call each. A batch holds at most one request per connection (a connection's
 next request must see the state its previous one left) and only requests of the same keys
 and shapes (so they stack); the others wait for the next batch. The event loop only waits
 on the inference thread, so it keeps receiving and answering while the policy computes.
@@ -60,6 +62,7 @@ class RequestBatcher:
         self.max_batch, self.window_s, self.open_sessions = max_batch, window_s, open_sessions
         self.waiting: list[_Waiting] = []
         self.changed = asyncio.Event()
+        self.last_call_ended = 0.0
 
     async def submit(self, request: InferenceRequest) -> tuple[Outcome, BatchTiming]:
         """The request's outcome, once the batch it joined has run."""
@@ -84,7 +87,8 @@ class RequestBatcher:
                 continue
             started = time.monotonic()
             outcomes = await loop.run_in_executor(self.executor, self.run, [w.request for w in batch])
-            infer_ms = 1000 * (time.monotonic() - started)
+            self.last_call_ended = time.monotonic()
+            infer_ms = 1000 * (self.last_call_ended - started)
             rows = sum(len(w.request.rows) for w in batch)
             for waiting, outcome in zip(batch, outcomes, strict=True):
                 timing = BatchTiming(infer_ms, 1000 * (started - waiting.arrived), rows, len(batch))
@@ -97,7 +101,7 @@ class RequestBatcher:
             await self.changed.wait()
 
     async def _wait_for_batch(self) -> None:
-        deadline = self._live_waiting()[0].arrived + self.window_s
+        deadline = max(self._live_waiting()[0].arrived, self.last_call_ended) + self.window_s
         while not self._full():
             remaining = deadline - time.monotonic()
             if remaining <= 0:

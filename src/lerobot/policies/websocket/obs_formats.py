@@ -109,20 +109,23 @@ FORMATS = {"lerobot": LerobotFormat, "openpi_libero": OpenpiLiberoFormat}
 
 
 def _rows_of(key: str, value: Any, rows: Sequence[int]) -> Any:
+    every_row = isinstance(value, torch.Tensor | list | tuple) and list(rows) == list(range(len(value)))
     if isinstance(value, torch.Tensor):
-        picked = value[list(rows)] if value.ndim > 0 else value
+        picked = value if every_row or value.ndim == 0 else value[list(rows)]
         if key.startswith(OBS_IMAGE) and picked.ndim == 4:
             return to_uint8_images(picked)
         return picked.detach().cpu().numpy()
     if isinstance(value, list | tuple):
-        return [value[row] for row in rows]
+        return list(value) if every_row else [value[row] for row in rows]
     return value
 
 
 def to_uint8_images(images: torch.Tensor) -> np.ndarray:
     """float (B, 3, H, W) in [0, 1] -> uint8 (B, H, W, 3): the env's pixels, recovered exactly
-    (they were u / 255 in float32, and 255 * (u / 255) rounds back to u)."""
-    return images.detach().permute(0, 2, 3, 1).mul(255.0).round().clamp(0, 255).to(torch.uint8).cpu().numpy()
+    (they were u / 255 in float32; 255 * (u / 255) + 0.5 truncates back to u). Converted
+    before the transpose, so the copy into H x W x 3 order moves bytes, not floats."""
+    pixels = images.detach().mul(255.0).add_(0.5).to(torch.uint8)
+    return pixels.permute(0, 2, 3, 1).contiguous().cpu().numpy()
 
 
 def resize_with_pad(image: np.ndarray, size: int) -> np.ndarray:
