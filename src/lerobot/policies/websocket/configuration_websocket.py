@@ -10,8 +10,8 @@ from lerobot.utils.errors import ConfigError
 
 ObsFormat = Literal["lerobot", "openpi_libero"]
 # The env each openpi layout is made for; "lerobot" sends the batch as the env gives it. The
-# ALOHA layout ("openpi_aloha": cam_high/cam_left_wrist/cam_right_wrist, 14-d state) joins
-# here, and in obs_formats.FORMATS, once an ALOHA env exists.
+# ALOHA layout ("openpi_aloha": `images` with `cam_high` (plus the wrist cameras on the real
+# robot), 14-d `state`) joins here, and in obs_formats.FORMATS, once an ALOHA env exists.
 FORMAT_ENV_TYPES = {"openpi_libero": "libero"}
 
 
