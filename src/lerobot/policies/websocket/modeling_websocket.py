@@ -97,7 +97,15 @@ class WebsocketPolicy(PreTrainedPolicy):
         self._raise_failures(rows, failures)
         self._reset_every_row = False
 
-    def _fill(self, rows, replies, failures, request, channel: int = 0) -> None:
+    def _fill(
+        self,
+        rows: list[int],
+        replies: dict[int, dict[str, Any]],
+        failures: dict[int, Exception],
+        request: RowRequest,
+        channel: int = 0,
+    ) -> None:
+        """Queue the chunks of `channel`'s reply for `rows`; a malformed reply is a failure."""
         if channel in failures:
             return
         try:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from lerobot.utils.constants import OBS_IMAGE, OBS_IMAGES, OBS_STATE, TASK
+from lerobot.utils.errors import ConfigError
 
 SESSION_KEY = "__lerobot__"
 """The request entry lerobot-serve-policy reads rows and episode starts from."""
@@ -80,7 +81,7 @@ class OpenpiLiberoFormat:
     def messages(self, batch: Mapping[str, Any], request: RowRequest) -> list[dict[str, Any]]:
         missing = [key for key in (*self.camera_keys.values(), OBS_STATE) if key not in batch]
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"--policy.obs_format=openpi_libero reads {', '.join(missing)}; keep LIBERO's default "
                 "--env.camera_name_mapping and --env.obs_type=pixels_agent_pos"
             )
