@@ -1,6 +1,6 @@
 """The package layers point one way, and the tools that only read results never load torch.
 
-Layers, lowest first: utils < configs < envs, policies, processor < evaluation, datasets <
+Layers, lowest first: utils < configs < envs, policies, processor < evaluation, datasets, serving <
 training < scripts. A module may import its own package, a package of its own layer (as long as
 the packages never import each other in a cycle) or a lower layer; never a higher one. Imports
 inside functions count too: a lazy import is still a dependency.
@@ -21,7 +21,7 @@ LAYERS = [
     {"utils"},
     {"configs"},
     {"envs", "policies", "processor"},
-    {"evaluation", "datasets"},
+    {"evaluation", "datasets", "serving"},
     {"training"},
     {"scripts"},
 ]

@@ -62,6 +62,7 @@ CONFIG_CLASSES = {
     "lerobot-eval": ("lerobot.configs.eval", "EvalPipelineConfig"),
     "lerobot-train": ("lerobot.configs.train", "TrainPipelineConfig"),
     "lerobot-record-sim": ("lerobot.configs.record", "RecordSimConfig"),
+    "lerobot-serve-policy": ("lerobot.configs.serve", "ServeConfig"),
 }
 PLACEHOLDER = "__PLACEHOLDER__"
 PLACEHOLDER_RE = re.compile(r"\$\{\{.*?\}\}|\$\([^()]*\)|\$\{[^}]*\}|\$\$?[A-Za-z_]\w*|<[A-Za-z][\w.-]*>")
@@ -320,6 +321,7 @@ def check_parses(command: DocumentedCommand) -> None:
 
 EVAL_COMMANDS = documented_commands("lerobot-eval")
 TRAIN_COMMANDS = documented_commands("lerobot-train") + documented_commands("lerobot-record-sim")
+SERVE_COMMANDS = documented_commands("lerobot-serve-policy")
 
 
 def test_documented_commands_exist():
@@ -344,6 +346,19 @@ def test_documented_train_and_record_command_parses(command):
         f"{command.source}: `{command}` documents {command.program}, which pyproject.toml does not register"
     )
     check_parses(command)
+
+
+@pytest.mark.parametrize("command", SERVE_COMMANDS, ids=lambda c: c.source)
+def test_documented_serve_command_parses(command):
+    assert command.program in registered_programs()
+    check_parses(command)
+
+
+def test_serve_commands_are_documented():
+    assert {c.source.split(":")[0] for c in SERVE_COMMANDS} >= {
+        "README.md",
+        "docs/source/remote_policies.mdx",
+    }
 
 
 # --- the finder itself ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.help import sections
 from lerobot.configs.record import RecordSimConfig
+from lerobot.configs.serve import ServeConfig
 from lerobot.configs.train import TrainPipelineConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +30,7 @@ CONFIG_OF = {
     "lerobot-eval": EvalPipelineConfig,
     "lerobot-train": TrainPipelineConfig,
     "lerobot-record-sim": RecordSimConfig,
+    "lerobot-serve-policy": ServeConfig,
 }
 FLAG_LINE = re.compile(r"^  (--[\w.]+)=(\S+)  \(default: (.*)\)$")
 

@@ -231,6 +231,7 @@ class EvalPipelineConfig:
                 )
             self.policy.check_env_inputs(self.env.policy_features(), self.rename_map)
         self._check_parallel_tasks()
+        self.policy.check_env(self.env)
         if self.job_name is None:
             self.job_name = f"{self.env.type}_{self.policy.type}"
         check_job_name(self.job_name)

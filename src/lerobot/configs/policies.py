@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import draccus
 
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_STATE
 from lerobot.utils.errors import ConfigError
@@ -60,6 +61,9 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
         fields = {**config_fields(config_class, saved), **policy_kwargs}
         fields.update(pretrained_path=str(directory), pretrained_revision=revision)
         return draccus.decode(config_class, fields)
+
+    def check_env(self, env: EnvConfig) -> None:
+        """Fail before anything starts when this policy cannot run on `env` (default: it can)."""
 
 
 @dataclass

@@ -30,6 +30,7 @@ from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ENV_TASK, TASK
 from lerobot.utils.device import policy_device
+from lerobot.utils.errors import HarnessError, PolicyError
 from lerobot.utils.video import EpisodeVideo
 
 logger = logging.getLogger(__name__)
@@ -259,8 +260,11 @@ class _RolloutLoop:
         active = self._active_ids()
         if not active and not starting:
             return
-        actions = self._select_actions(active) if active else None
+        actions = None
         if active:
+            actions = self._select_actions_or_fail(active)
+            if actions is None:
+                return  # rows the policy failed are settled; the free slots start next round
             self._report_steps(active, actions)
         recorded = [i for i in active if self.slots[i].video is not None]
         episodes = [self.pending.popleft() for _ in starting]
@@ -349,6 +353,21 @@ class _RolloutLoop:
         self._check_actions(actions, active)
         return actions
 
+    def _select_actions_or_fail(self, active: Sequence[int]) -> np.ndarray | None:
+        """The actions, or None when the policy raised for some rows: a harness failure (a lost
+        policy server) re-runs their episodes like a crashed env; a policy error ends them."""
+        try:
+            return self._select_actions(active)
+        except HarnessError as exc:
+            for env_id in _failed_rows(exc.rows, active):
+                self._handle_failure(env_id, str(exc), restart_env=False)
+        except PolicyError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            for env_id in _failed_rows(exc.rows, active):
+                logger.warning("episode %d: %s", self.slots[env_id].index, reason)
+                self._finish(env_id, self.slots[env_id].abandon(reason))
+        return None
+
     def _report_steps(self, active: Sequence[int], actions: np.ndarray) -> None:
         if self.hooks.on_step is None:
             return
@@ -382,11 +401,13 @@ class _RolloutLoop:
         if step.terminated or step.truncated or at_limit:
             self._finish(env_id, episode.finish())
 
-    def _handle_failure(self, env_id: int, reason: str) -> None:
-        """Replace the env; re-run its episode from the start (same seed) or give it up."""
+    def _handle_failure(self, env_id: int, reason: str, restart_env: bool = True) -> None:
+        """Replace the env (unless only the policy side failed); re-run its episode from the
+        start (same seed) or give it up."""
         episode = self.slots[env_id]
         logger.warning("episode %d: %s", episode.index, reason.splitlines()[0])
-        self.env.restart([env_id])
+        if restart_env:
+            self.env.restart([env_id])
         attempts = self.retries.get(episode.index, 0) + 1
         if attempts <= self.settings.max_episode_retries:
             episode.discard_video()
@@ -401,3 +422,8 @@ class _RolloutLoop:
         self.slots[env_id] = None
         if self.hooks.on_episode_end is not None:
             self.hooks.on_episode_end(result)
+
+
+def _failed_rows(rows: Sequence[int] | None, active: Sequence[int]) -> list[int]:
+    """The running slots among the rows a policy failed on (None: all of them)."""
+    return list(active) if rows is None else [row for row in rows if row in active]

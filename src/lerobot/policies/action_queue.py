@@ -47,6 +47,26 @@ class RowActionQueue:
         for row in rows:
             self.position[row], self.length[row] = 0, chunk.shape[1]
 
+    def save(self, rows: Sequence[int]) -> list[tuple[torch.Tensor, int, int] | None]:
+        """Each row's chunk and position in it (None: nothing left to execute)."""
+        return [
+            (self.actions[row].clone(), self.position[row], self.length[row])
+            if self.actions is not None and row < len(self.length) and self.position[row] < self.length[row]
+            else None
+            for row in rows
+        ]
+
+    def restore(self, states: Sequence[tuple[torch.Tensor, int, int] | None]) -> None:
+        """Rows in the order of `states`, as `save` gave them; None rows are empty."""
+        kept = [state for state in states if state is not None]
+        if not kept:
+            self.actions, self.position, self.length = None, [], []
+            return
+        blank = torch.zeros_like(kept[0][0])
+        self.actions = torch.stack([state[0] if state is not None else blank for state in states])
+        self.position = [state[1] if state is not None else 0 for state in states]
+        self.length = [state[2] if state is not None else 0 for state in states]
+
     def pop(self) -> torch.Tensor:
         """The next action of every row, (rows, action_dim)."""
         if any(p >= n for p, n in zip(self.position, self.length, strict=True)):

@@ -149,6 +149,8 @@ def _build(cfg: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy
             raise ValueError("the random policy needs the env config to know the action space")
         space = env_cfg.action_space()
         return policy_class(cfg, space.low, space.high)
+    if cfg.type == "websocket":  # the request layout depends on the env's observations
+        return policy_class(cfg, env_cfg)
     return policy_class(cfg)
 
 

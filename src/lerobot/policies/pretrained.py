@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -34,3 +35,18 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
     @abc.abstractmethod
     def select_action(self, batch: dict[str, torch.Tensor | list[str]]) -> torch.Tensor:
         """One action per row, shape (batch, action_dim)."""
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        """The state of each of `rows` (queued actions, observation history, generator), to be
+        continued later with `restore_rows`, in any batch at any position.
+
+        A policy server runs the rows of many clients through one policy: between calls it
+        keeps each client row's state aside, so one client's episodes never see another's.
+        A policy that cannot move its rows cannot be served.
+        """
+        raise NotImplementedError(f"policy {self.name!r} cannot move its per-row state between batches")
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        """Make the next batch exactly `len(states)` rows, row i continuing from `states[i]`
+        (as `save_rows` gave it; None: a fresh row, as after `reset` without a seed)."""
+        raise NotImplementedError(f"policy {self.name!r} cannot move its per-row state between batches")

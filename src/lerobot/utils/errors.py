@@ -1,4 +1,8 @@
-"""The exception types a user can act on, and the exit codes the commands end with."""
+"""The exception types a user can act on or the rollout handles, and the exit codes the commands end with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -21,3 +25,36 @@ class ConfigError(ValueError):
 class ResultsWriteError(OSError):
     """Results could not be written (disk full, read-only file system, ...): one line naming
     the file; what was already on disk is kept."""
+
+
+class PolicyUnreachableError(ConfigError):
+    """No policy server answers at the configured address.
+
+    At startup this is a wrong `--policy.host` or `--policy.port`; mid-run, a server that
+    stayed away longer than the client waits for it. Either way the CLI prints one line and
+    exits with code 2; a run stopped by it keeps its finished episodes for `--eval.resume`.
+    """
+
+
+class HarnessError(RuntimeError):
+    """Our side of an episode failed, not the policy: e.g. the connection to a policy server
+    dropped mid-request.
+
+    Raised by `select_action`, it makes the rollout treat the episodes of `rows` (batch rows,
+    i.e. env slots; None for every running one) like episodes whose env crashed: each is
+    re-run from its seed, counted in its retries, and never scored as a policy failure.
+    """
+
+    def __init__(self, message: str, rows: Sequence[int] | None = None):
+        super().__init__(message)
+        self.rows = tuple(rows) if rows is not None else None
+
+
+class PolicyError(RuntimeError):
+    """The policy itself failed on `rows` (None: every running one), e.g. a policy server
+    answered with an error: those episodes end for good, failed, with this message as their
+    `failure_reason`; the others go on."""
+
+    def __init__(self, message: str, rows: Sequence[int] | None = None):
+        super().__init__(message)
+        self.rows = tuple(rows) if rows is not None else None

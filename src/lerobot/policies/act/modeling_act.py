@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,6 +55,16 @@ class ACTPolicy(PreTrainedPolicy):
         if self._ensembler is not None:
             self._ensembler.reset(env_ids)
         self._queue.reset(env_ids)
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        ensembled = self._ensembler.save(rows) if self._ensembler is not None else [None] * len(rows)
+        return list(zip(self._queue.save(rows), ensembled, strict=True))
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        states = [state if state is not None else (None, None) for state in states]
+        self._queue.restore([queued for queued, _ in states])
+        if self._ensembler is not None:
+            self._ensembler.restore([ensembled for _, ensembled in states])
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """Training loss for a normalised batch with `action` (B, chunk_size, A) and
@@ -113,6 +124,28 @@ class TemporalEnsembler:
             self.average = self.count = self.fresh = None
             return
         self.fresh[torch.as_tensor(list(rows), device=self.fresh.device)] = True
+
+    def save(self, rows: Sequence[int]) -> list[tuple[Tensor, Tensor] | None]:
+        """Each row's running average and counts (None: the row starts afresh)."""
+        if self.fresh is None:
+            return [None] * len(rows)
+        return [
+            None
+            if row >= len(self.fresh) or bool(self.fresh[row])
+            else (self.average[row].clone(), self.count[row].clone())
+            for row in rows
+        ]
+
+    def restore(self, states: Sequence[tuple[Tensor, Tensor] | None]) -> None:
+        """Rows in the order of `states`, as `save` gave them; None rows start afresh."""
+        kept = [state for state in states if state is not None]
+        if not kept:
+            self.average = self.count = self.fresh = None
+            return
+        average, count = kept[0]
+        self.average = torch.stack([s[0] if s is not None else torch.zeros_like(average) for s in states])
+        self.count = torch.stack([s[1] if s is not None else torch.ones_like(count) for s in states])
+        self.fresh = torch.tensor([s is None for s in states], device=average.device)
 
     def update(self, chunk: Tensor) -> Tensor:
         """Fold `chunk` (B, chunk_size, action_dim) into each row's average; pop the next action."""

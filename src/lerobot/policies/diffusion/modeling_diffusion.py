@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -56,6 +57,16 @@ class DiffusionPolicy(PreTrainedPolicy):
         seeds = list(seeds) if seeds is not None else [None] * len(env_ids)
         for row, seed in zip(env_ids, seeds, strict=True):
             self._generators[row] = _generator(seed)
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        generators = [self._generators.get(row) for row in rows]
+        return list(zip(self._history.save(rows), self._queue.save(rows), generators, strict=True))
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        states = [state if state is not None else (None, None, None) for state in states]
+        self._history.restore([history for history, _, _ in states])
+        self._queue.restore([queued for _, queued, _ in states])
+        self._generators = {row: state[2] for row, state in enumerate(states) if state[2] is not None}
 
     @torch.no_grad()
     def select_action(self, batch: dict[str, Tensor]) -> Tensor:
@@ -124,6 +135,30 @@ class ObservationHistory:
             mask = restart.to(value.device).view(-1, *([1] * (shifted.ndim - 1)))
             self.steps[key] = torch.where(mask, repeated[key], shifted)
         self.pending.clear()
+
+    def save(self, rows: Sequence[int]) -> list[dict[str, Tensor] | None]:
+        """Each row's last n observations (None: the row's next observation starts afresh)."""
+        if not self.steps:
+            return [None] * len(rows)
+        n_rows = next(iter(self.steps.values())).shape[0]
+        return [
+            None
+            if row in self.pending or row >= n_rows
+            else {k: v[row].clone() for k, v in self.steps.items()}
+            for row in rows
+        ]
+
+    def restore(self, states: Sequence[dict[str, Tensor] | None]) -> None:
+        """Rows in the order of `states`, as `save` gave them; None rows start afresh."""
+        kept = [state for state in states if state is not None]
+        if not kept:
+            self.steps, self.pending = {}, set()
+            return
+        self.steps = {
+            key: torch.stack([s[key] if s is not None else torch.zeros_like(value) for s in states])
+            for key, value in kept[0].items()
+        }
+        self.pending = {row for row, state in enumerate(states) if state is None}
 
     def rows(self, rows: Sequence[int]) -> dict[str, Tensor]:
         index = list(rows)

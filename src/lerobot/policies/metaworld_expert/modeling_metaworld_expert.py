@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,6 +27,12 @@ class MetaworldExpertPolicy(PreTrainedPolicy):
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Nothing to forget: each action depends on the current state only."""
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        return [None] * len(rows)
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        """Stateless: any rows continue as they are."""
 
     def select_action(self, batch) -> torch.Tensor:
         if OBS_ENV_STATE not in batch or ENV_TASK not in batch:

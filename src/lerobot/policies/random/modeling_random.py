@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -40,6 +41,12 @@ class RandomPolicy(PreTrainedPolicy):
         seeds = seeds if seeds is not None else [None] * len(env_ids)
         for env_id, seed in zip(env_ids, seeds, strict=True):
             self._rngs[env_id] = np.random.default_rng(seed)
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        return [self._rngs.get(row) for row in rows]
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        self._rngs = {row: rng for row, rng in enumerate(states) if rng is not None}
 
     def select_action(self, batch) -> torch.Tensor:
         n_rows = _batch_size(batch)

@@ -1,0 +1,1 @@
+from lerobot.policies.websocket.configuration_websocket import WebsocketConfig  # noqa: F401

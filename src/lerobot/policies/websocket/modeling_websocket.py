@@ -1,0 +1,172 @@
+"""A policy that lives in another process: observations out, action chunks back.
+
+Row i of the batch is env slot i, as for every policy. Each row keeps the actions left of the
+last chunk the server returned for it (at most `replan_steps` of them) and asks for a new chunk
+when they run out, so rows whose episodes started at different steps replan at their own pace.
+An episode start (`reset`) empties the row and is told to servers that keep per-row state
+(lerobot-serve-policy), with the episode's seed, in the next request.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from lerobot.configs.env import EnvConfig
+from lerobot.policies.action_queue import batch_size
+from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
+from lerobot.policies.websocket.connection import ServerConnection
+from lerobot.policies.websocket.obs_formats import FORMATS, RowRequest
+from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
+
+logger = logging.getLogger(__name__)
+
+
+class WebsocketPolicy(PreTrainedPolicy):
+    """The client of a policy server; connects when built, so a wrong address fails at once."""
+
+    config_class = WebsocketConfig
+    name = "websocket"
+
+    def __init__(self, config: WebsocketConfig, env_cfg: EnvConfig | None = None):
+        super().__init__(config)
+        self.format = FORMATS[config.obs_format](config.resize_size)
+        self.action_dim = _action_dim(env_cfg)
+        self._connections: dict[int, ServerConnection] = {}
+        self._plans: dict[int, deque[np.ndarray]] = {}
+        self._resets: dict[int, int | None] = {}
+        self._reset_every_row = False
+        metadata = self._connection(0).open()
+        logger.info("policy server at %s: %s", config.uri, _describe_server(metadata))
+        self._check_metadata(metadata)
+
+    def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
+        if env_ids is None:
+            self._plans.clear()
+            self._resets.clear()
+            self._reset_every_row = True
+            return
+        seeds = list(seeds) if seeds is not None else [None] * len(env_ids)
+        for row, seed in zip(env_ids, seeds, strict=True):
+            self._plans.pop(row, None)
+            self._resets[row] = seed
+
+    def select_action(self, batch: dict[str, Any]) -> torch.Tensor:
+        n_rows = batch_size(batch)
+        empty = [row for row in range(n_rows) if not self._plans.get(row)]
+        if empty:
+            self._replan(batch, empty)
+        actions = np.stack([self._plans[row].popleft() for row in range(n_rows)])
+        return torch.from_numpy(actions)
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+
+    def _replan(self, batch: dict[str, Any], rows: list[int]) -> None:
+        """New chunks for `rows`; rows the server failed raise, the others keep their chunks."""
+        request = RowRequest(
+            tuple(rows), tuple((row, self._resets.get(row)) for row in rows if self._starts(row))
+        )
+        messages = self.format.messages(batch, request)
+        channels = [0] if self.format.batched else rows
+        failures: dict[int, Exception] = {}
+        for channel, message in zip(channels, messages, strict=True):
+            try:
+                self._connection(channel).send(message)
+            except (HarnessError, PolicyError) as exc:
+                failures[channel] = exc
+        replies = {}
+        for channel in channels:
+            if channel not in failures:
+                try:
+                    replies[channel] = self._connection(channel).receive()
+                except (HarnessError, PolicyError) as exc:
+                    failures[channel] = exc
+        if self.format.batched:
+            self._fill(rows, replies, failures, request)
+        else:
+            for row in rows:
+                self._fill([row], replies, failures, RowRequest((row,)), channel=row)
+        self._raise_failures(rows, failures)
+        self._reset_every_row = False
+
+    def _fill(
+        self,
+        rows: list[int],
+        replies: dict[int, dict[str, Any]],
+        failures: dict[int, Exception],
+        request: RowRequest,
+        channel: int = 0,
+    ) -> None:
+        """Queue the chunks of `channel`'s reply for `rows`; a malformed reply is a failure."""
+        if channel in failures:
+            return
+        try:
+            chunks = self.format.chunks([replies[channel]], request)
+        except ValueError as exc:
+            failures[channel] = PolicyError(f"policy server reply: {exc}")
+            return
+        for row, chunk in zip(rows, chunks, strict=True):
+            self._check_chunk(chunk)
+            self._plans[row] = deque(chunk[: self.config.replan_steps])
+            self._resets.pop(row, None)
+
+    def _raise_failures(self, rows: list[int], failures: dict[int, Exception]) -> None:
+        if not failures:
+            return
+        failed_rows = rows if self.format.batched else sorted(failures)
+        errors = list(failures.values())
+        # One lost connection means the server went away: every failed row re-runs.
+        harness = [e for e in errors if isinstance(e, HarnessError)]
+        if harness:
+            raise HarnessError(str(harness[0]), failed_rows)
+        raise PolicyError(str(errors[0]), failed_rows)
+
+    def _starts(self, row: int) -> bool:
+        return self._reset_every_row or row in self._resets
+
+    def _check_chunk(self, chunk: np.ndarray) -> None:
+        if len(chunk) == 0:
+            raise PolicyError("policy server returned an empty action chunk")
+        if self.action_dim is not None and chunk.shape[-1] != self.action_dim:
+            raise ConfigError(
+                f"--policy.host={self.config.uri}: the server returns {chunk.shape[-1]}-d actions, the env "
+                f"takes {self.action_dim}-d ones; serve a policy trained for this env"
+            )
+
+    def _check_metadata(self, metadata: dict[str, Any]) -> None:
+        served_dim = metadata.get("action_dim")
+        if isinstance(served_dim, int) and self.action_dim is not None and served_dim != self.action_dim:
+            raise ConfigError(
+                f"--policy.host={self.config.uri}: the server's policy returns {served_dim}-d actions, the "
+                f"env takes {self.action_dim}-d ones; serve a policy trained for this env"
+            )
+
+    def _connection(self, channel: int) -> ServerConnection:
+        if channel not in self._connections:
+            cfg = self.config
+            self._connections[channel] = ServerConnection(
+                cfg.uri, cfg.api_key, cfg.connect_timeout_s, cfg.request_timeout_s, cfg.reconnect_timeout_s
+            )
+        return self._connections[channel]
+
+
+def _action_dim(env_cfg: EnvConfig | None) -> int | None:
+    if env_cfg is None:
+        return None
+    shape = env_cfg.action_space().shape
+    return int(shape[0]) if len(shape) == 1 else None
+
+
+def _describe_server(metadata: dict[str, Any]) -> str:
+    if not metadata:
+        return "connected (no metadata)"
+    shown = {k: v for k, v in metadata.items() if isinstance(v, str | int | float | bool)}
+    return "connected, " + ", ".join(f"{k}={v}" for k, v in sorted(shown.items()))

@@ -1,0 +1,149 @@
+"""What a request holds: the policy batch turned into the messages a policy server reads.
+
+Two layouts exist. `lerobot` sends one request per step for all the rows that need actions,
+our batch keys unchanged except images (uint8 H x W x 3 again, a quarter of the bytes of the
+float batch and exactly the env's pixels), plus a `__lerobot__` map naming the rows and the
+episodes that start at them. `openpi_libero` sends one request per row in the layout of
+openpi's LIBERO example, which its LIBERO checkpoints were trained and served with.
+A new layout (openpi's ALOHA one, once an ALOHA env exists) is one more class in `FORMATS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from lerobot.utils.constants import OBS_IMAGE, OBS_IMAGES, OBS_STATE, TASK
+from lerobot.utils.errors import ConfigError
+
+SESSION_KEY = "__lerobot__"
+"""The request entry lerobot-serve-policy reads rows and episode starts from."""
+
+
+@dataclass(frozen=True)
+class RowRequest:
+    """The rows one request asks actions for, and the episodes that start at some of them."""
+
+    rows: tuple[int, ...]
+    resets: tuple[tuple[int, int | None], ...] = ()
+    """(row, seed) of every row whose episode starts with this request's observation."""
+
+
+class LerobotFormat:
+    """All rows in one request, under the policy batch's own keys."""
+
+    batched: ClassVar[bool] = True
+
+    def __init__(self, resize_size: int = 0):
+        del resize_size  # the server's policy reads the env's own image size
+
+    def messages(self, batch: Mapping[str, Any], request: RowRequest) -> list[dict[str, Any]]:
+        message: dict[str, Any] = {key: _rows_of(key, value, request.rows) for key, value in batch.items()}
+        message[SESSION_KEY] = {
+            "rows": list(request.rows),
+            "resets": [[row, seed] for row, seed in request.resets],
+        }
+        return [message]
+
+    def chunks(self, replies: Sequence[Mapping[str, Any]], request: RowRequest) -> list[np.ndarray]:
+        """One (horizon, action_dim) chunk per requested row."""
+        actions = np.asarray(replies[0]["actions"], dtype=np.float32)
+        if actions.ndim == 2:  # one action per row
+            actions = actions[:, None]
+        if actions.ndim != 3 or actions.shape[0] != len(request.rows):
+            raise ValueError(
+                f"expected actions of shape ({len(request.rows)}, horizon, action_dim), got {actions.shape}"
+            )
+        return list(actions)
+
+
+class OpenpiLiberoFormat:
+    """openpi's LIBERO example, one request per row.
+
+    Its images are robosuite's, rotated by 180 degrees: exactly our LIBERO env's upright
+    images, so only the resize with padding remains. Its state is the same 8 numbers as ours
+    (end-effector position, axis-angle, gripper fingers); its prompt is the task description.
+    """
+
+    batched: ClassVar[bool] = False
+    camera_keys: ClassVar[dict[str, str]] = {
+        "observation/image": f"{OBS_IMAGES}.image",
+        "observation/wrist_image": f"{OBS_IMAGES}.image2",
+    }
+
+    def __init__(self, resize_size: int = 224):
+        self.resize_size = resize_size
+
+    def messages(self, batch: Mapping[str, Any], request: RowRequest) -> list[dict[str, Any]]:
+        missing = [key for key in (*self.camera_keys.values(), OBS_STATE) if key not in batch]
+        if missing:
+            raise ConfigError(
+                f"--policy.obs_format=openpi_libero reads {', '.join(missing)}; keep LIBERO's default "
+                "--env.camera_name_mapping and --env.obs_type=pixels_agent_pos"
+            )
+        return [self._message(batch, row) for row in request.rows]
+
+    def _message(self, batch: Mapping[str, Any], row: int) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            openpi_key: resize_with_pad(to_uint8_images(batch[key][row : row + 1])[0], self.resize_size)
+            for openpi_key, key in self.camera_keys.items()
+        }
+        message["observation/state"] = batch[OBS_STATE][row].detach().cpu().numpy().astype(np.float32)
+        message["prompt"] = str(batch[TASK][row]) if TASK in batch else ""
+        return message
+
+    def chunks(self, replies: Sequence[Mapping[str, Any]], request: RowRequest) -> list[np.ndarray]:
+        chunks = []
+        for reply in replies:
+            actions = np.asarray(reply["actions"], dtype=np.float32)
+            chunks.append(actions[None] if actions.ndim == 1 else actions)
+        if any(chunk.ndim != 2 for chunk in chunks):
+            raise ValueError(f"expected actions of shape (horizon, action_dim), got {chunks[0].shape}")
+        return chunks
+
+
+FORMATS = {"lerobot": LerobotFormat, "openpi_libero": OpenpiLiberoFormat}
+
+
+def _rows_of(key: str, value: Any, rows: Sequence[int]) -> Any:
+    every_row = isinstance(value, torch.Tensor | list | tuple) and list(rows) == list(range(len(value)))
+    if isinstance(value, torch.Tensor):
+        picked = value if every_row or value.ndim == 0 else value[list(rows)]
+        if key.startswith(OBS_IMAGE) and picked.ndim == 4:
+            return to_uint8_images(picked)
+        return picked.detach().cpu().numpy()
+    if isinstance(value, list | tuple):
+        return list(value) if every_row else [value[row] for row in rows]
+    return value
+
+
+def to_uint8_images(images: torch.Tensor) -> np.ndarray:
+    """float (B, 3, H, W) in [0, 1] -> uint8 (B, H, W, 3): the env's pixels, recovered exactly
+    (they were u / 255 in float32; 255 * (u / 255) + 0.5 truncates back to u). Converted
+    before the transpose, so the copy into H x W x 3 order moves bytes, not floats."""
+    pixels = images.detach().mul(255.0).add_(0.5).to(torch.uint8)
+    return pixels.permute(0, 2, 3, 1).contiguous().cpu().numpy()
+
+
+def resize_with_pad(image: np.ndarray, size: int) -> np.ndarray:
+    """Fit an H x W x 3 uint8 image into size x size keeping its aspect ratio: bilinear
+    resize until it touches the border, then black padding centred on both sides (openpi's
+    `image_tools.resize_with_pad`, PIL's reading of `tf.image.resize_with_pad`)."""
+    height, width = image.shape[:2]
+    if (height, width) == (size, size):
+        return image
+    from PIL import Image
+
+    scale = max(width / size, height / size)
+    new_height, new_width = int(height / scale), int(width / scale)
+    resized = np.asarray(
+        Image.fromarray(image).resize((new_width, new_height), resample=Image.Resampling.BILINEAR)
+    )
+    padded = np.zeros((size, size, image.shape[2]), dtype=image.dtype)
+    top, left = (size - new_height) // 2, (size - new_width) // 2
+    padded[top : top + new_height, left : left + new_width] = resized
+    return padded

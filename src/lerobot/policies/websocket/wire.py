@@ -1,0 +1,86 @@
+"""openpi's wire format: msgpack maps, with numpy arrays and scalars as tagged maps.
+
+An array travels as `{b"__ndarray__": True, b"data": raw bytes, b"dtype": arr.dtype.str,
+b"shape": [...]}` and a numpy scalar as `{b"__npgeneric__": True, b"data": value, b"dtype": ...}`
+(the tag keys are msgpack *bin*, not str), so messages are exchangeable with openpi's
+`openpi_client.msgpack_numpy` in both directions. Unlike pickle, decoding cannot run code; we
+also refuse object, structured and complex dtypes, so a hostile frame can at worst be rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgpack
+import numpy as np
+
+NDARRAY = b"__ndarray__"
+NPGENERIC = b"__npgeneric__"
+ALLOWED_KINDS = frozenset("biuf")
+"""bool, signed and unsigned integers, floats."""
+
+
+class WireError(ValueError):
+    """A frame that is not a valid message (the server answers it with an error, never crashes)."""
+
+
+def pack(message: Any) -> bytes:
+    """Encode a message (maps, lists, str, numbers, numpy arrays and scalars) as one frame."""
+    return msgpack.packb(message, default=_encode)
+
+
+def unpack(frame: bytes) -> Any:
+    """Decode one frame; WireError on anything that is not a valid message."""
+    try:
+        return msgpack.unpackb(frame, object_hook=_decode)
+    except WireError:
+        raise
+    except Exception as exc:  # msgpack raises several unrelated types on bad input
+        raise WireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        _check_dtype(obj.dtype)
+        return {NDARRAY: True, b"data": obj.tobytes(), b"dtype": obj.dtype.str, b"shape": list(obj.shape)}
+    if isinstance(obj, np.generic):
+        _check_dtype(obj.dtype)
+        return {NPGENERIC: True, b"data": obj.item(), b"dtype": obj.dtype.str}
+    raise TypeError(f"cannot send a {type(obj).__name__}; convert it to a numpy array first")
+
+
+def _decode(obj: dict) -> Any:
+    if NDARRAY in obj:
+        dtype, shape, data = _dtype_of(obj), obj.get(b"shape"), obj.get(b"data")
+        if not isinstance(data, bytes) or not _is_shape(shape):
+            raise WireError("an __ndarray__ map needs bytes `data` and a list of sizes `shape`")
+        if len(data) != dtype.itemsize * math.prod(shape):
+            raise WireError(
+                f"an array of shape {shape} and dtype {dtype.str} needs {dtype.itemsize} bytes per item"
+            )
+        return np.frombuffer(data, dtype=dtype).reshape(shape)
+    if NPGENERIC in obj:
+        return _dtype_of(obj).type(obj.get(b"data"))
+    return obj
+
+
+def _dtype_of(obj: dict) -> np.dtype:
+    name = obj.get(b"dtype")
+    try:
+        dtype = np.dtype(name) if isinstance(name, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None:
+        raise WireError(f"bad dtype {name!r}; expected a numpy dtype string such as '<f4'")
+    _check_dtype(dtype)
+    return dtype
+
+
+def _check_dtype(dtype: np.dtype) -> None:
+    if dtype.kind not in ALLOWED_KINDS:
+        raise WireError(f"dtype {dtype.str} is not sent over the wire (bool, int, uint and float only)")
+
+
+def _is_shape(shape: Any) -> bool:
+    return isinstance(shape, list | tuple) and all(isinstance(n, int) and 0 <= n < 2**31 for n in shape)

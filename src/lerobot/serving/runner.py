@@ -1,0 +1,125 @@
+"""Run stacked requests of many clients through one policy, each client row keeping its state.
+
+The policy's per-row state (action queues, temporal ensembles, observation history, noise
+generators) belongs to one episode of one client. Between calls it is kept aside per
+(connection, row) and the rows of the next call are put back in (`save_rows`/`restore_rows`),
+so a row continues exactly as it would in a local evaluation, whatever other rows share its
+batch. A state is stored only after a successful call, which lets a failed batch be re-run
+request by request to find out whose request failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.processor.observation import images_to_tensor
+from lerobot.serving.requests import InferenceRequest
+from lerobot.utils.device import policy_device
+
+logger = logging.getLogger(__name__)
+
+RowKey = tuple[int, int]
+"""(connection, the client's row id)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A request's actions (rows, action_dim), or the one-line error its client gets."""
+
+    actions: np.ndarray | None = None
+    error: str | None = None
+
+
+class PolicyRunner:
+    """Owns the policy; called from the single inference thread only."""
+
+    def __init__(
+        self,
+        policy: PreTrainedPolicy,
+        preprocessor: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        postprocessor: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        use_amp: bool = False,
+    ):
+        self.policy, self.preprocessor, self.postprocessor = policy, preprocessor, postprocessor
+        self.device = policy_device(policy)
+        self.use_amp = use_amp
+        self.states: dict[RowKey, Any] = {}
+
+    def run(self, requests: Sequence[InferenceRequest]) -> list[Outcome]:
+        """One policy call for all `requests`; if it fails, one call per request."""
+        try:
+            return self._call(requests)
+        except Exception as exc:
+            if len(requests) == 1:
+                return [Outcome(error=_log_failure(exc))]
+        logger.warning("a batch of %d requests failed; running them one by one", len(requests))
+        return [self.run([request])[0] for request in requests]
+
+    def forget(self, session: int) -> None:
+        """Drop the rows of a closed connection."""
+        for key in [key for key in self.states if key[0] == session]:
+            del self.states[key]
+
+    def _call(self, requests: Sequence[InferenceRequest]) -> list[Outcome]:
+        keys = [(request.session, row) for request in requests for row in request.rows]
+        starts = {
+            index: request.resets[row]
+            for index, (request, row) in enumerate((r, row) for r in requests for row in r.rows)
+            if row in request.resets
+        }
+        self.policy.restore_rows(
+            [None if i in starts else self.states.get(key) for i, key in enumerate(keys)]
+        )
+        if starts:
+            self.policy.reset(env_ids=list(starts), seeds=list(starts.values()))
+        actions = self._select(stack_batch(requests, self.device))
+        self.states.update(zip(keys, self.policy.save_rows(range(len(keys))), strict=True))
+        bounds = np.cumsum([0] + [len(request.rows) for request in requests])
+        return [Outcome(actions[start:stop]) for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def _select(self, batch: dict[str, Any]) -> np.ndarray:
+        with torch.inference_mode():
+            if self.preprocessor is not None:
+                batch = self.preprocessor(batch)
+            amp = torch.autocast(self.device.type) if self.use_amp else nullcontext()
+            with amp:
+                actions = self.policy.select_action(batch)
+                if self.postprocessor is not None:
+                    actions = self.postprocessor(actions)
+        return actions.to("cpu", torch.float32).numpy()
+
+
+def stack_batch(requests: Sequence[InferenceRequest], device: torch.device) -> dict[str, Any]:
+    """The policy batch of all requests' rows, in order: images as float (B, 3, H, W) in [0, 1]."""
+    batch: dict[str, Any] = {}
+    for key in requests[0].arrays:
+        stacked = np.concatenate([request.arrays[key] for request in requests])
+        if _is_image(stacked):
+            batch[key] = images_to_tensor(stacked)
+        else:
+            batch[key] = torch.from_numpy(stacked)
+    if device.type != "cpu":
+        batch = {key: value.to(device, non_blocking=True) for key, value in batch.items()}
+    for key in requests[0].texts:
+        batch[key] = [text for request in requests for text in request.texts[key]]
+    return batch
+
+
+def _is_image(array: np.ndarray) -> bool:
+    return array.dtype == np.uint8 and array.ndim == 4 and array.shape[-1] == 3
+
+
+def _log_failure(exc: Exception) -> str:
+    """Log the traceback here, on the server; the client gets one line."""
+    logger.error("inference failed:\n%s", "".join(traceback.format_exception(exc)).rstrip())
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

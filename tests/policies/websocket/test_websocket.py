@@ -1,0 +1,319 @@
+"""`--policy.type=websocket` against real servers on 127.0.0.1: lerobot-serve-policy in a thread,
+or a minimal openpi-shaped server that answers with action chunks.
+
+Loop logic runs on the instant fake env; remote == local is also shown on real Meta-World (ACT
+checkpoint) and LIBERO (slow). Killing a server process mid-run is in
+tests/scripts/test_lerobot_serve_policy.py.
+"""
+
+import asyncio
+import contextlib
+import threading
+
+import numpy as np
+import pytest
+
+from lerobot.envs.factory import make_env_config, make_task_env
+from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.policies.factory import make_policy
+from lerobot.policies.websocket import wire
+from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
+from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
+from lerobot.serving.server import PolicyServer
+from lerobot.utils.errors import ConfigError, PolicyUnreachableError
+from tests.evaluation.test_rollout import make_vec
+from tests.remote import ObservationPolicy, free_port, running_server
+
+
+def client(port: int, **settings) -> WebsocketPolicy:
+    return WebsocketPolicy(WebsocketConfig(port=port, **settings))
+
+
+def outcomes(results) -> list[tuple]:
+    return [(r.episode_index, r.seed, r.success, r.sum_reward, r.n_steps) for r in results]
+
+
+def run_fake(policy, n_envs: int = 3, episodes=range(7), **settings):
+    env = make_vec(n_envs)
+    try:
+        return run_episodes(env, policy, episodes, RolloutSettings(start_seed=3, **settings))
+    finally:
+        env.close()
+
+
+class RecordingActions:
+    """Wraps a policy to keep every action it returned, per call."""
+
+    def __init__(self, policy):
+        self.policy, self.actions = policy, []
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
+
+    def select_action(self, batch):
+        actions = self.policy.select_action(batch)
+        self.actions.append(actions.clone())
+        return actions
+
+
+# -- connecting ---------------------------------------------------------------------------
+
+
+def test_no_server_is_a_one_line_error_naming_the_flags():
+    with pytest.raises(PolicyUnreachableError) as error:
+        client(free_port())
+    message = str(error.value)
+    assert (
+        "\n" not in message
+        and "--policy.host/--policy.port" in message
+        and "ConnectionRefusedError" in message
+    )
+
+
+def test_a_wrong_api_key_is_a_one_line_error_naming_the_flag():
+    with running_server(ObservationPolicy(2), api_key="s3cret") as server:
+        with pytest.raises(
+            ConfigError, match=r"^--policy.api_key: .* refused the connection \(HTTP 401\)"
+        ) as error:
+            client(server.port, api_key="wrong")
+        assert "\n" not in str(error.value)
+        assert client(server.port, api_key="s3cret").format.batched
+
+
+def test_the_server_must_return_the_envs_action_size():
+    env_cfg = make_env_config("metaworld", task="reach-v3", obs_type="state")  # 4-d actions
+    expected = pytest.raises(ConfigError, match="returns 7-d actions, the env takes 4-d ones")
+    with running_server(ObservationPolicy(7), action_dim=7) as server, expected:
+        make_policy(WebsocketConfig(port=server.port), env_cfg=env_cfg)
+
+
+def test_an_openpi_layout_on_another_benchmark_fails_at_parse_time():
+    with pytest.raises(ConfigError, match="--policy.obs_format=openpi_libero: made for --env.type=libero"):
+        WebsocketConfig(obs_format="openpi_libero").check_env(make_env_config("metaworld"))
+
+
+# -- served == local ----------------------------------------------------------------------
+
+
+def test_served_results_equal_local_ones_step_by_step():
+    """A stateful policy whose actions depend on every observation: same episodes, same actions."""
+    local = RecordingActions(ObservationPolicy(2))
+    reference = run_fake(local)
+    with running_server(ObservationPolicy(2)) as server:
+        remote = RecordingActions(client(server.port))
+        results = run_fake(remote)
+    assert outcomes(results) == outcomes(reference)
+    assert len(remote.actions) == len(local.actions)
+    for served, computed in zip(remote.actions, local.actions, strict=True):
+        np.testing.assert_array_equal(served.numpy(), computed.numpy())
+
+
+def test_two_clients_share_one_server_and_keep_their_own_rows():
+    reference = outcomes(run_fake(ObservationPolicy(2)))
+    results = {}
+    with running_server(ObservationPolicy(2), batch_timeout_ms=50) as server:
+
+        def evaluate(name):
+            results[name] = outcomes(run_fake(client(server.port)))
+
+        threads = [threading.Thread(target=evaluate, args=(name,)) for name in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    assert results == {"a": reference, "b": reference}
+
+
+# -- failures -----------------------------------------------------------------------------
+
+
+def test_a_server_error_fails_that_episode_for_good_with_the_servers_message():
+    reference = run_fake(ObservationPolicy(2), n_envs=1)
+    # FakeEnv observations are [seed, t]: episode 2 (seed 5) at its second step.
+    with running_server(ObservationPolicy(2, fail_on=(5.0, 1.0))) as server:
+        results = run_fake(client(server.port), n_envs=1)
+    failed = [r for r in results if r.failure_reason]
+    assert [r.episode_index for r in failed] == [2]
+    assert failed[0].failure_reason == "policy server error: ValueError: refusing state (5.0, 1.0)"
+    assert failed[0].retries == 0 and failed[0].n_steps == 1
+    assert outcomes([r for r in results if not r.failure_reason]) == outcomes(
+        [r for r in reference if r.episode_index != 2]
+    )
+
+
+def test_a_server_that_restarts_mid_run_loses_nothing():
+    """The server goes away while answering; the client reconnects, the episodes that were
+    running re-run from their seeds, and every result equals the undisturbed run's."""
+    reference = run_fake(ObservationPolicy(2))
+    port = free_port()
+    restarted = threading.Event()
+    servers = []
+
+    class GoesAwayOnce(ObservationPolicy):
+        def select_action(self, batch):
+            if self.calls == 4 and not restarted.is_set():
+                restarted.set()
+                threading.Thread(target=restart).start()
+                threading.Event().wait(0.5)  # the server closes while this call is in flight
+            return super().select_action(batch)
+
+    def restart():
+        servers[0].stop()
+        servers.append(PolicyServer(ObservationPolicy(2), port=port))
+        servers[-1].start()
+
+    with running_server(GoesAwayOnce(2), port=port) as first:
+        servers.append(first)
+        results = run_fake(client(port, reconnect_timeout_s=30))
+    servers[-1].stop()
+    assert restarted.is_set()
+    assert outcomes(results) == outcomes(reference)
+    assert sum(r.retries for r in results) == 3  # the three running episodes, once each
+    assert all(r.failure_reason is None for r in results)
+
+
+def test_a_server_that_never_comes_back_stops_the_run_with_one_line():
+    with running_server(ObservationPolicy(2)) as server:
+        policy = client(server.port, reconnect_timeout_s=1)
+    with pytest.raises(PolicyUnreachableError, match="did not come back within 1 s.*--eval.resume=true"):
+        run_fake(policy)
+
+
+# -- openpi-shaped servers: chunks, no per-row state --------------------------------------
+
+
+@contextlib.contextmanager
+def chunk_server(horizon: int, action_dim: int):
+    """A minimal openpi-shaped server: empty metadata, one (horizon, action_dim) chunk per
+    request (`actions[i] = (request number + i / 100) / 1000`), every request kept. A request
+    in the lerobot layout gets one such chunk per row it names."""
+    from websockets.asyncio.server import serve
+
+    requests, ready, stop = [], threading.Event(), None
+    port = free_port()
+
+    async def handler(ws):
+        await ws.send(wire.pack({}))
+        async for frame in ws:
+            requests.append(wire.unpack(frame))
+            chunk = len(requests) + np.arange(horizon, dtype=np.float32)[:, None] / 100
+            actions = np.repeat(chunk, action_dim, axis=1) / 1000
+            if "__lerobot__" in requests[-1]:
+                actions = np.stack([actions] * len(requests[-1]["__lerobot__"]["rows"]))
+            await ws.send(wire.pack({"actions": actions}))
+
+    async def main():
+        nonlocal stop
+        stop = asyncio.Event()
+        async with serve(handler, "127.0.0.1", port, compression=None, max_size=None):
+            ready.set()
+            await stop.wait()
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield port, requests
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+
+
+def test_chunks_are_consumed_replan_steps_at_a_time_per_row():
+    with chunk_server(horizon=10, action_dim=2) as (port, requests):
+        policy = RecordingActions(client(port, replan_steps=3))
+        results = run_fake(policy, n_envs=1, episodes=[0])  # seed 3: 5 steps
+    assert results[0].n_steps == 5
+    assert len(requests) == 2  # steps 0-2 from the first chunk, 3-4 from the second
+    taken = [float(a[0, 0]) * 1000 for a in policy.actions]
+    np.testing.assert_allclose(taken, [1.0, 1.01, 1.02, 2.0, 2.01], atol=1e-4)
+    assert "__lerobot__" in requests[0]  # the lerobot layout always names its rows
+
+
+# -- real simulators ----------------------------------------------------------------------
+
+
+def run_on(env, policy, task, episodes, **settings) -> tuple[list, dict]:
+    """Episodes on an already-built env (kept open: building a simulator is the slow part),
+    and the action each episode's every step sent to the env."""
+    sent = {}
+
+    def on_step(env_id, episode, observation, action, step):
+        sent[episode, step] = np.array(action)
+
+    settings = RolloutSettings(start_seed=11, **settings)
+    return run_episodes(env, policy, episodes, settings, task, RolloutHooks(on_step=on_step)), sent
+
+
+def assert_same_actions(sent, reference):
+    assert sent.keys() == reference.keys()
+    for key, action in reference.items():
+        np.testing.assert_array_equal(sent[key], action, err_msg=f"episode, step = {key}")
+
+
+@pytest.mark.slow
+def test_served_act_checkpoint_equals_local_on_real_metaworld(checkpoints):
+    """Same checkpoint, same seeds: identical episodes and actions, with the checkpoint's
+    normalisation and per-row action queues applied on the server."""
+    from tests.policies.checkpoints import load
+
+    loaded = load(checkpoints["act"], "--env.episode_length=12")
+    task = loaded.cfg.env.tasks()[0]
+    env = make_task_env(loaded.cfg.env, task, 2, False)
+    try:
+        settings = {"preprocessor": loaded.preprocessor, "postprocessor": loaded.postprocessor}
+        reference, reference_sent = run_on(env, loaded.policy, task, range(3), **settings)
+        served = load(checkpoints["act"], "--env.episode_length=12")
+        with running_server(
+            served.policy, preprocessor=served.preprocessor, postprocessor=served.postprocessor
+        ) as server:
+            remote = make_policy(WebsocketConfig(port=server.port), env_cfg=loaded.cfg.env)
+            results, sent = run_on(env, remote, task, range(3))
+    finally:
+        env.close()
+    assert outcomes(results) == outcomes(reference)
+    assert_same_actions(sent, reference_sent)
+
+
+@pytest.fixture(scope="module")
+def libero():
+    """One small LIBERO env for the module's tests: 64x64 cameras, 6 steps per episode."""
+    cfg = make_env_config(
+        "libero",
+        task="libero_spatial",
+        task_ids=[0],
+        episode_length=6,
+        observation_height=64,
+        observation_width=64,
+    )
+    task = cfg.tasks()[0]
+    env = make_task_env(cfg, task, 1, False)
+    yield cfg, task, env
+    env.close()
+
+
+@pytest.mark.slow
+def test_served_results_equal_local_ones_on_real_libero(libero):
+    cfg, task, env = libero
+    reference, reference_sent = run_on(env, ObservationPolicy(7), task, range(2))
+    with running_server(ObservationPolicy(7)) as server:
+        results, sent = run_on(
+            env, make_policy(WebsocketConfig(port=server.port), env_cfg=cfg), task, range(2)
+        )
+    assert outcomes(results) == outcomes(reference)
+    assert_same_actions(sent, reference_sent)
+
+
+@pytest.mark.slow
+def test_openpi_libero_layout_on_real_libero(libero):
+    cfg, task, env = libero
+    with chunk_server(horizon=10, action_dim=7) as (port, requests):
+        policy = make_policy(WebsocketConfig(port=port, obs_format="openpi_libero"), env_cfg=cfg)
+        results, _ = run_on(env, policy, task, [0])
+    assert results[0].n_steps == 6 and len(requests) == 2  # replan_steps=5
+    message = requests[0]
+    assert set(message) == {"observation/image", "observation/wrist_image", "observation/state", "prompt"}
+    assert message["observation/image"].shape == message["observation/wrist_image"].shape == (224, 224, 3)
+    assert message["observation/image"].dtype == np.uint8 and message["observation/state"].shape == (8,)
+    assert message["prompt"] == task.description

@@ -1,0 +1,226 @@
+"""lerobot-serve-policy's server on real sockets: openpi's own client against it, bad input,
+api keys, the health check, and batching across connections."""
+
+import threading
+import urllib.request
+
+import msgpack
+import numpy as np
+import pytest
+import torch
+from openpi_client.websocket_client_policy import WebsocketClientPolicy
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from lerobot.policies.websocket import wire
+from tests.policies.checkpoints import load, materialize
+from tests.remote import ObservationPolicy, running_server
+
+# openpi's client (and our raw connection that vanishes) connect outside a `with`, which
+# websockets >= 17.1 warns about.
+pytestmark = pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager")
+
+
+@pytest.fixture(scope="module")
+def act(tmp_path_factory):
+    """The ACT fixture checkpoint (Meta-World: 96x96 camera, 4-d state, 4-d actions)."""
+    return materialize("act", tmp_path_factory.mktemp("act"))
+
+
+@pytest.fixture(scope="module")
+def act_server(act):
+    served = load(act)
+    with running_server(
+        served.policy, preprocessor=served.preprocessor, postprocessor=served.postprocessor
+    ) as s:
+        yield s
+
+
+def act_observation(step: int) -> dict:
+    rng = np.random.default_rng(step)
+    return {
+        "observation.image": rng.integers(0, 256, (96, 96, 3), dtype=np.uint8),
+        "observation.state": rng.normal(size=4).astype(np.float32),
+    }
+
+
+def test_openpi_client_gets_the_actions_a_local_evaluation_computes(act, act_server):
+    """openpi's client sends unbatched observations: the connection is one row whose queue
+    the server keeps, so 7 requests give the 7 actions of a local rollout (two chunks)."""
+    local = load(act)
+    expected = []
+    for step in range(7):
+        observation = act_observation(step)
+        batch = {
+            "observation.image": torch.from_numpy(observation["observation.image"][None]).permute(0, 3, 1, 2)
+            / 255.0,
+            "observation.state": torch.from_numpy(observation["observation.state"][None]),
+        }
+        expected.append(local.act(batch).numpy())
+    client = WebsocketClientPolicy("127.0.0.1", act_server.port)
+    assert client.get_server_metadata()["action_dim"] == 4
+    assert client.get_server_metadata()["input_features"]["observation.state"] == {
+        "type": "STATE",
+        "shape": [4],
+    }
+    for step in range(7):
+        reply = client.infer(act_observation(step))
+        assert reply["actions"].shape == (1, 4)
+        np.testing.assert_array_equal(reply["actions"], expected[step], err_msg=f"step {step}")
+        assert reply["server_timing"]["batch_rows"] == 1
+
+
+def test_health_check_answers_200():
+    with running_server(ObservationPolicy(2), api_key="k") as server:  # no key needed for it
+        response = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz", timeout=10)
+        assert response.status == 200 and response.read() == b"OK\n"
+
+
+def test_an_api_key_is_required_when_set():
+    with running_server(ObservationPolicy(2), api_key="s3cret") as server:
+        with pytest.raises(InvalidStatus) as refused:
+            WebsocketClientPolicy("127.0.0.1", server.port, api_key="wrong")
+        assert refused.value.response.status_code == 401
+        with pytest.raises(InvalidStatus):
+            WebsocketClientPolicy("127.0.0.1", server.port)
+        client = WebsocketClientPolicy("127.0.0.1", server.port, api_key="s3cret")
+        assert client.infer({"observation.state": np.zeros(2, np.float32)})["actions"].shape == (1, 2)
+
+
+def ndarray(data: bytes, dtype: str, shape: list) -> dict:
+    return {b"__ndarray__": True, b"data": data, b"dtype": dtype, b"shape": shape}
+
+
+GOOD = act_observation(0)
+BAD_REQUESTS = {
+    "text frame": ("hello", "requests are binary msgpack frames"),
+    "not msgpack": (b"\xc1\xc1\xc1", "not a msgpack message"),
+    "a list": (msgpack.packb([1, 2]), "a request must be a msgpack map"),
+    "no arrays": (wire.pack({"prompt": "hi"}), "holds no observation array"),
+    "object dtype": (msgpack.packb({"observation.state": ndarray(b"\0" * 8, "|O", [1])}), "|O is not sent"),
+    "short data": (
+        msgpack.packb({"observation.state": ndarray(b"\0" * 3, "<f4", [4])}),
+        "needs 4 bytes per item",
+    ),
+    "missing input": (wire.pack({"observation.state": GOOD["observation.state"]}), "reads observation.image"),
+    "wrong state size": (
+        wire.pack({**GOOD, "observation.state": np.zeros(7, np.float32)}),
+        "the policy reads (4,)",
+    ),
+    "bad rows": (wire.pack({**GOOD, "__lerobot__": {"rows": [0, 0]}}), "distinct row ids"),
+    "rows vs arrays": (
+        wire.pack({**GOOD, "__lerobot__": {"rows": [0, 1]}}),
+        "does not start with the 2 requested",
+    ),
+    "reset of another row": (
+        wire.pack({**GOOD, "__lerobot__": {"resets": [[3, 1]]}}),
+        "[3, 1] is not a [row, seed] pair of a requested row",
+    ),
+}
+
+
+@pytest.mark.parametrize("frame, reason", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
+def test_a_bad_request_gets_one_line_and_close_1011_and_the_server_goes_on(act_server, frame, reason):
+    with connect(f"ws://127.0.0.1:{act_server.port}", compression=None, max_size=None) as ws:
+        ws.recv()  # metadata
+        ws.send(frame)
+        answer = ws.recv(timeout=30)
+        assert isinstance(answer, str) and answer.startswith("bad request: ") and reason in answer
+        assert "\n" not in answer
+        with pytest.raises(Exception):  # noqa: B017  (closed by the server, whatever the type)
+            ws.recv(timeout=30)
+        assert ws.close_code == 1011
+    client = WebsocketClientPolicy("127.0.0.1", act_server.port)
+    assert client.infer(act_observation(0))["actions"].shape == (1, 4)
+
+
+def test_a_client_vanishing_mid_request_leaves_the_server_serving(act_server):
+    ws = connect(f"ws://127.0.0.1:{act_server.port}", compression=None, max_size=None)
+    ws.recv()
+    ws.send(wire.pack(act_observation(0)))
+    ws.socket.close()  # no close handshake, reply never read
+    client = WebsocketClientPolicy("127.0.0.1", act_server.port)
+    assert client.infer(act_observation(1))["actions"].shape == (1, 4)
+
+
+class GatedPolicy(ObservationPolicy):
+    """Blocks in select_action until `gate` is set (counts the rows of each call)."""
+
+    def __init__(self, gate: threading.Event, action_dim: int = 2, fail_on=None):
+        super().__init__(action_dim, fail_on=fail_on)
+        self.gate, self.entered, self.rows_per_call = gate, threading.Event(), []
+
+    def select_action(self, batch):
+        self.entered.set()
+        self.gate.wait(30)
+        self.rows_per_call.append(batch["observation.state"].shape[0])
+        return super().select_action(batch)
+
+
+def test_inference_never_blocks_the_event_loop():
+    """While the policy computes for one client, others connect, get metadata and health."""
+    gate = threading.Event()
+    policy = GatedPolicy(gate)
+    with running_server(policy) as server:
+        busy = WebsocketClientPolicy("127.0.0.1", server.port)
+        reply = {}
+        worker = threading.Thread(target=lambda: reply.update(busy.infer({"observation.state": np.ones(2)})))
+        worker.start()
+        assert policy.entered.wait(30)  # inference in progress, blocked on the gate
+        other = WebsocketClientPolicy("127.0.0.1", server.port)  # metadata arrives meanwhile
+        assert other.get_server_metadata()["server"] == "lerobot-serve-policy"
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz", timeout=10) as response:
+            assert response.status == 200
+        gate.set()
+        worker.join(30)
+    assert reply["actions"].shape == (1, 2)
+
+
+def infer_together(port: int, observations: list[dict]) -> list[dict]:
+    """One openpi client per observation, all sending at once; their replies."""
+    clients = [WebsocketClientPolicy("127.0.0.1", port) for _ in observations]
+    replies = [None] * len(observations)
+
+    def infer(i):
+        try:
+            replies[i] = clients[i].infer(observations[i])
+        except RuntimeError as exc:  # openpi's client raises on a server error frame
+            replies[i] = str(exc)
+
+    threads = [threading.Thread(target=infer, args=(i,)) for i in range(len(observations))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return replies
+
+
+def test_requests_of_several_clients_run_as_one_batch_with_their_own_results():
+    observations = [{"observation.state": np.full(2, float(i), np.float32)} for i in range(3)]
+    alone = [
+        ObservationPolicy(2).select_action(
+            {"observation.state": torch.from_numpy(o["observation.state"][None])}
+        )
+        for o in observations
+    ]
+    gate = threading.Event()
+    policy = GatedPolicy(gate)
+    with running_server(policy, batch_timeout_ms=10_000) as server:  # all three connected: no wait
+        gate.set()
+        replies = infer_together(server.port, observations)
+    assert policy.rows_per_call == [3]
+    for reply, expected in zip(replies, alone, strict=True):
+        assert reply["server_timing"]["batch_requests"] == 3 and reply["server_timing"]["batch_rows"] == 3
+        np.testing.assert_array_equal(reply["actions"], expected.numpy())
+
+
+def test_a_failing_request_fails_alone_when_batched_with_others():
+    gate = threading.Event()
+    policy = GatedPolicy(gate, fail_on=(1.0, 1.0))
+    observations = [{"observation.state": np.full(2, float(i), np.float32)} for i in range(3)]
+    with running_server(policy, batch_timeout_ms=10_000) as server:
+        gate.set()
+        replies = infer_together(server.port, observations)
+    assert policy.rows_per_call[0] == 3  # the batch, then each request alone
+    assert isinstance(replies[1], str) and "ValueError: refusing state (1.0, 1.0)" in replies[1]
+    assert replies[0]["actions"].shape == replies[2]["actions"].shape == (1, 2)
