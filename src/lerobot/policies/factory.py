@@ -60,7 +60,18 @@ def _build(cfg: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy
         from lerobot.policies.metaworld_expert.modeling_metaworld_expert import MetaworldExpertPolicy
 
         return MetaworldExpertPolicy(cfg)
+    if cfg.type == "aloha_scripted":
+        from lerobot.policies.aloha_scripted.modeling_aloha_scripted import AlohaScriptedPolicy
+
+        return AlohaScriptedPolicy(cfg, n_steps=_episode_length(env_cfg))
     raise ValueError(f"--policy.type={cfg.type!r}: no model is registered for this type")
+
+
+def _episode_length(env_cfg: EnvConfig | None) -> int:
+    """How many steps a scripted policy plans: the env's step limit, else ALOHA's 400."""
+    from lerobot.envs.aloha import EPISODE_LENGTH
+
+    return getattr(env_cfg, "episode_length", None) or EPISODE_LENGTH
 
 
 def _load_checkpoint(cfg: CheckpointPolicyConfig) -> PreTrainedPolicy:
