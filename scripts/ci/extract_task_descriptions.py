@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-ENVS = ("libero", "metaworld")
+ENVS = ("aloha", "libero", "metaworld", "pusht")
 USAGE_EXIT_CODE = 2
 
 

@@ -153,9 +153,9 @@ class AlohaEnv(gym.Env):
     def render(self) -> np.ndarray:
         """The top camera's view of the current state, at the observation size."""
         if self._frame is None:
-            self._frame = self._ensure_sim().physics.render(
-                height=self.height, width=self.width, camera_id=CAMERA
-            )
+            # dm_control flips MuJoCo's bottom-up image with a view; copy it into a plain array.
+            frame = self._ensure_sim().physics.render(height=self.height, width=self.width, camera_id=CAMERA)
+            self._frame = np.ascontiguousarray(frame)
         return self._frame
 
     def close(self) -> None:

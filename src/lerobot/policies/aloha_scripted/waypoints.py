@@ -130,7 +130,8 @@ def transfer_cube_plan(cube_xyz: np.ndarray) -> Plan:
     waiting = (Waypoint(0, LEFT_START, START, OPEN), Waypoint(120, ready, roll, OPEN))
 
     def hand_over(objects: np.ndarray) -> Plan:
-        held = objects[:3]
+        # The left fingers close on the cube's far half: the right fingers hold the near one.
+        held = objects[:3] + [-0.012, 0.0, 0.0]
         right = (
             *carried,
             Waypoint(335, meet, carry, CLOSED),
