@@ -10,7 +10,7 @@ VENV := .venv
 install:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install uv
 	@test -x $(VENV)/bin/python || uv venv $(VENV)
-	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,libero,ray,test,dev]"
+	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,libero,pusht,aloha,ray,test,dev]"
 
 # All tests, the slow simulator ones included (as CI runs them).
 test:
