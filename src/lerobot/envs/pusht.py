@@ -25,6 +25,7 @@ and the mean of the episodes' maximum coverage reward.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import os
 from dataclasses import dataclass
@@ -168,8 +169,6 @@ def build_action_space() -> spaces.Box:
 
 def check_installed() -> None:
     """Fail in one line, before any worker starts, when the `pusht` extra is missing."""
-    import importlib.util
-
     if importlib.util.find_spec("gym_pusht") is None:
         raise ConfigError(f"--env.type=pusht: gym-pusht is not installed; {INSTALL_HINT}")
 
