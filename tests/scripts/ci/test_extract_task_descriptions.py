@@ -54,9 +54,19 @@ def test_unknown_task_exits_2_with_a_hint(tmp_path):
 
 
 def test_unknown_env_is_rejected_with_the_choices(tmp_path):
-    result = run_script("--env", "pusht", "--task", "x", "--output", str(tmp_path / "t.json"))
+    result = run_script("--env", "robocasa", "--task", "x", "--output", str(tmp_path / "t.json"))
     assert result.returncode == 2
-    assert "libero" in result.stderr and "metaworld" in result.stderr
+    assert all(env in result.stderr for env in ("aloha", "libero", "metaworld", "pusht"))
+
+
+def test_aloha_and_pusht_tasks_are_their_own_groups(tmp_path):
+    assert extract(tmp_path, "aloha", "AlohaTransferCube-v0,AlohaInsertion-v0") == {
+        "AlohaTransferCube-v0_0": "Pick up the cube with the right arm and transfer it to the left arm.",
+        "AlohaInsertion-v0_0": "Insert the peg into the socket.",
+    }
+    assert extract(tmp_path, "pusht", "PushT-v0") == {
+        "PushT-v0_0": "Push the T-shaped block onto the T-shaped target."
+    }
 
 
 @pytest.mark.skipif(importlib.util.find_spec("libero") is None, reason="the libero extra is not installed")
