@@ -58,7 +58,10 @@ def test_defaults_follow_lerobot_and_the_factory_is_lazy():
     features = cfg.policy_features()
     assert features["observation.images.top"].shape == (3, 480, 640)
     assert features["observation.state"].shape == (14,) and features["action"].shape == (14,)
-    env = make_env(cfg, n_envs=2)["AlohaInsertion-v0"][0]
+    envs = make_env(cfg, n_envs=2)
+    assert list(envs) == ["aloha"] and list(envs["aloha"]) == [0, 1]  # LeRobot's group name
+    env = envs["aloha"][1]
+    assert env.task.name == "AlohaInsertion-v0"
     assert not env.started
     assert AlohaEnv("AlohaInsertion-v0")._sim is None
 

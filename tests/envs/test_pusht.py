@@ -17,7 +17,7 @@ OBS_TYPES = ("pixels_agent_pos", "environment_state_agent_pos")
 
 
 def test_task_accepts_lerobots_spellings_and_rejects_others():
-    assert PushtEnvConfig().task_groups() == {"PushT-v0": ["PushT-v0"]}
+    assert PushtEnvConfig().task_groups() == {"pusht": ["PushT-v0"]}
     assert PushtEnvConfig(task="gym_pusht/PushT-v0").task == "PushT-v0"
     with pytest.raises(
         ConfigError, match=r"^--env.task='PushT-v1': unknown PushT task; the one task is 'PushT-v0'$"
@@ -50,7 +50,7 @@ def test_defaults_follow_lerobot_and_the_factory_is_lazy():
     features = cfg.policy_features()
     assert features["observation.image"].shape == (3, 96, 96)
     assert features["observation.state"].shape == (2,) and features["action"].shape == (2,)
-    env = make_env(cfg, n_envs=2)["PushT-v0"][0]
+    env = make_env(cfg, n_envs=2)["pusht"][0]  # LeRobot's group name, task 0
     assert not env.started and env.single_action_space.high.tolist() == [512.0, 512.0]
     assert PushtEnv()._sim is None
 
@@ -148,4 +148,4 @@ def test_episodes_are_the_same_for_any_batch_size_sync_or_async(tmp_path):
         results[name] = per_episode(tmp_path / name)
     assert results["one_env"] == results["two_async"] == results["two_sync"]
     assert [seed for _, seed, _, _ in results["one_env"]] == [7, 8, 9]
-    assert (tmp_path / "one_env" / "videos" / "PushT-v0_0" / "eval_episode_0.mp4").stat().st_size > 0
+    assert (tmp_path / "one_env" / "videos" / "pusht_0" / "eval_episode_0.mp4").stat().st_size > 0

@@ -1,6 +1,7 @@
 """ALOHA: bimanual manipulation with two ViperX 300 arms in simulation (gym-aloha; dm_control, MuJoCo).
 
-Tasks (LeRobot's names; `gym_aloha/...` works too; one task or a comma list):
+Tasks (LeRobot's names; `gym_aloha/...` works too; one task or a comma list, reported in one
+group, `aloha`, with ids in the order given):
 `AlohaTransferCube-v0`: the right arm picks up a red cube and hands it to the left arm in mid-air;
 `AlohaInsertion-v0`: the left arm picks up a socket, the right arm a peg, and the peg is inserted
 into the socket in mid-air. These are the two simulated tasks of ACT (Zhao et al., 2023).
@@ -272,7 +273,9 @@ class AlohaEnvConfig(EnvConfig):
         check_installed()
 
     def task_groups(self) -> dict[str, list[str]]:
-        return {task: [task] for task in self._tasks}
+        """One group named after the benchmark, as LeRobot's eval names it (`aloha`); a task's
+        id is its position in `--env.task`, so a one-task run is `aloha` task 0, as in LeRobot."""
+        return {"aloha": list(self._tasks)}
 
     def task_description(self, task_name: str) -> str:
         return DESCRIPTIONS[task_name]

@@ -209,7 +209,9 @@ class PushtEnvConfig(EnvConfig):
         check_installed()
 
     def task_groups(self) -> dict[str, list[str]]:
-        return {TASK: [TASK]}
+        """One group named after the benchmark, as LeRobot's eval names it (`pusht`, task 0), so
+        eval_info.json and the video folder (`videos/pusht_0/`) are laid out as LeRobot's."""
+        return {"pusht": [TASK]}
 
     def task_description(self, task_name: str) -> str:
         return DESCRIPTION
