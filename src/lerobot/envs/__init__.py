@@ -8,8 +8,10 @@ LeRobot's names (`from lerobot.envs import make_env`, ...) are loaded on first u
 from typing import Any
 
 from lerobot.envs import (
+    aloha,  # noqa: F401,E402  (registers --env.type=aloha)
     libero,  # noqa: F401,E402  (registers --env.type=libero)
     metaworld,  # noqa: F401,E402  (registers --env.type=metaworld)
+    pusht,  # noqa: F401,E402  (registers --env.type=pusht)
 )
 from lerobot.envs.configs import EnvConfig  # noqa: F401
 

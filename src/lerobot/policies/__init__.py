@@ -6,7 +6,15 @@ on first use, so registering the policy types does not import torch.
 
 from typing import Any
 
-from lerobot.policies import act, diffusion, metaworld_expert, random, smolvla, websocket  # noqa: F401  (register --policy.type values)
+from lerobot.policies import (  # noqa: F401  (register --policy.type values)
+    act,
+    aloha_scripted,
+    diffusion,
+    metaworld_expert,
+    random,
+    smolvla,
+    websocket,
+)
 from lerobot.policies.act.configuration_act import ACTConfig  # noqa: F401
 from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig  # noqa: F401
 from lerobot.policies.random.configuration_random import RandomConfig  # noqa: F401

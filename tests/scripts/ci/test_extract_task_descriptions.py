@@ -62,10 +62,10 @@ def test_unknown_task_warns_in_one_line_and_writes_an_empty_object(tmp_path):
 
 def test_unknown_env_warns_with_the_choices_and_writes_an_empty_object(tmp_path):
     output = tmp_path / "t.json"
-    result = run_script("--env", "pusht", "--task", "x", "--output", str(output))
+    result = run_script("--env", "robocasa", "--task", "x", "--output", str(output))
     assert result.returncode == 0
     [warning] = result.stderr.strip().splitlines()
-    assert "--env.type='pusht'" in warning and "libero" in warning and "metaworld" in warning
+    assert "--env.type='robocasa'" in warning and "libero" in warning and "metaworld" in warning
     assert json.loads(output.read_text()) == {}
 
 
@@ -80,6 +80,16 @@ def test_a_benchmark_that_is_not_installed_gives_an_empty_object(tmp_path):
     [warning] = result.stderr.strip().splitlines()
     assert warning.startswith("warning: --env.type=libero") and "pip install 'lerobot[libero]'" in warning
     assert json.loads(output.read_text()) == {}
+
+
+def test_aloha_and_pusht_tasks_are_in_one_group_named_after_the_benchmark(tmp_path):
+    assert extract(tmp_path, "aloha", "AlohaTransferCube-v0,AlohaInsertion-v0") == {
+        "aloha_0": "Pick up the cube with the right arm and transfer it to the left arm.",
+        "aloha_1": "Insert the peg into the socket.",
+    }
+    assert extract(tmp_path, "pusht", "PushT-v0") == {
+        "pusht_0": "Push the T-shaped block onto the T-shaped target."
+    }
 
 
 @pytest.mark.skipif(importlib.util.find_spec("libero") is None, reason="the libero extra is not installed")

@@ -1,0 +1,174 @@
+"""ALOHA: bimanual manipulation with two ViperX 300 arms in simulation (gym-aloha; dm_control, MuJoCo).
+
+Tasks (LeRobot's names; `gym_aloha/...` works too; one task or a comma list, reported in one
+group, `aloha`, with ids in the order given):
+`AlohaTransferCube-v0`: the right arm picks up a red cube and hands it to the left arm in mid-air;
+`AlohaInsertion-v0`: the left arm picks up a socket, the right arm a peg, and the peg is inserted
+into the socket in mid-air. These are the two simulated tasks of ACT (Zhao et al., 2023).
+Randomisation: the objects' positions on the table (cube x in [0, 0.2], y in [0.4, 0.6]; peg x in
+[0.1, 0.2], socket x in [-0.2, -0.1], both y in [0.4, 0.6]), drawn with gym-aloha's sampler from
+the episode's seed; the arms always start from the same pose.
+Seeding: `reset(seed=s)` places the objects as gym-aloha does for seed s (LeRobot seeds episode e
+of a run with seed + e, like us), so both start episode e from the same state. Without a seed,
+gym-aloha draws from the OS's entropy; we draw the seed from the env's own generator instead.
+Success: the task's staged reward (0-4, gym-aloha's contact checks) reaches its maximum, 4:
+the cube held by the left gripper off the table, or the peg touching the socket's pin. Like
+gym-aloha and LeRobot, the episode ends at its first success.
+Horizon: 400 steps at 50 Hz (LeRobot's setting; each step runs 10 physics steps of 2 ms).
+Observations (LeRobot's ALOHA format, as in its `aloha_sim_*` data): `pixels`, the `top` camera
+(480x640, `observation.images.top`), and `agent_pos`, the 14 joint positions (per arm: six joint
+angles in radians, then the gripper opening normalised to 0 closed .. 1 open;
+`observation.state`); `state` gives the joints without the camera. Always also
+`environment_state`: the objects' poses (x, y, z, then the quaternion w, x, y, z), cube then 7
+zeros or peg then socket, for scripted policies; image policies ignore it.
+Unlike gym-aloha, which renders three cameras at 480x640 every step, only the top camera is
+rendered, at the size asked for: the physics, rewards and top images are the same, and a step
+costs one render instead of three (67 against 183 ms with software rendering, and about the same
+at any size: the scene's 4096x4096 shadow map dominates; 0.5 ms with `state`).
+Actions: 14-d absolute joint targets in the same layout as the state (gripper: 0 closed, 1 open).
+Protocol (ACT): 50 episodes per task, success rate; ACT reports 90% on transfer-cube and 50% on
+insertion when trained on human demonstrations.
+
+This module holds the tasks and config and imports neither gymnasium nor NumPy, so a command
+line is checked before either loads; the env itself is `lerobot.envs.aloha_env`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib.util
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lerobot.configs.env import EnvConfig
+from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
+from lerobot.utils.errors import ConfigError
+from lerobot.utils.gl import default_mujoco_gl
+
+logger = logging.getLogger(__name__)
+
+# dm_control picks its GL backend when first imported: make EGL the default before then.
+default_mujoco_gl()
+
+TASK_PREFIX = "gym_aloha/"
+# LeRobot's task name -> gym-aloha's task name.
+SIM_TASKS = {"AlohaInsertion-v0": "insertion", "AlohaTransferCube-v0": "transfer_cube"}
+# The instructions LeRobot's aloha_sim_* datasets store.
+DESCRIPTIONS = {
+    "AlohaInsertion-v0": "Insert the peg into the socket.",
+    "AlohaTransferCube-v0": "Pick up the cube with the right arm and transfer it to the left arm.",
+}
+TASKS = tuple(SIM_TASKS)
+FPS = 50
+EPISODE_LENGTH = 400
+MAX_REWARD = 4
+JOINTS_DIM = 14
+ACTION_DIM = 14
+OBJECT_POSE_DIM = 7
+ENV_STATE_DIM = 2 * OBJECT_POSE_DIM
+CAMERA = "top"
+INSTALL_HINT = "install the extra: pip install 'lerobot[aloha]'"
+ObsType = Literal["pixels_agent_pos", "pixels", "state"]
+OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "pixels", "state")
+
+
+def resolve_tasks(task_arg: str) -> list[str]:
+    """`AlohaTransferCube-v0`, `gym_aloha/AlohaInsertion-v0` or a comma list -> task names."""
+    tasks: list[str] = []
+    for token in (t.strip() for t in task_arg.split(",")):
+        name = token.removeprefix(TASK_PREFIX)
+        if name not in SIM_TASKS:
+            guess = difflib.get_close_matches(name, TASKS, n=1)
+            hint = f"did you mean {guess[0]!r}? " if guess else ""
+            raise ConfigError(f"--env.task={token!r}: unknown ALOHA task; {hint}tasks: {', '.join(TASKS)}")
+        if name not in tasks:
+            tasks.append(name)
+    return tasks
+
+
+def check_installed() -> None:
+    """Fail in one line, before any worker starts, when the `aloha` extra is missing."""
+    for module in ("gym_aloha", "dm_control"):
+        if importlib.util.find_spec(module) is None:
+            raise ConfigError(f"--env.type=aloha: {module} is not installed; {INSTALL_HINT}")
+
+
+@EnvConfig.register_subclass("aloha")
+@dataclass
+class AlohaEnvConfig(EnvConfig):
+    task: str = "AlohaInsertion-v0"
+    """`AlohaInsertion-v0`, `AlohaTransferCube-v0` or a comma list of both."""
+    fps: int = FPS
+    """Control and video frame rate (gym-aloha's 50 Hz)."""
+    obs_type: ObsType = "pixels_agent_pos"
+    """`pixels_agent_pos` (top camera + 14 joint positions), `pixels` (top camera only) or
+    `state` (joint positions and object poses, no camera: no rendering except for videos)."""
+    observation_height: int = 480
+    """Height of the top camera image (LeRobot's ALOHA data: 480)."""
+    observation_width: int = 640
+    """Width of the top camera image (LeRobot's ALOHA data: 640)."""
+    episode_length: int = EPISODE_LENGTH
+    """Step limit per episode."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.obs_type not in OBS_TYPES:
+            raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        for flag in ("observation_height", "observation_width", "episode_length"):
+            if getattr(self, flag) < 1:
+                raise ConfigError(f"--env.{flag}={getattr(self, flag)}: must be an integer >= 1")
+        self._tasks = resolve_tasks(self.task)
+        check_installed()
+
+    def task_groups(self) -> dict[str, list[str]]:
+        """One group named after the benchmark, as LeRobot's eval names it (`aloha`); a task's
+        id is its position in `--env.task`, so a one-task run is `aloha` task 0, as in LeRobot."""
+        return {"aloha": list(self._tasks)}
+
+    def task_description(self, task_name: str) -> str:
+        return DESCRIPTIONS[task_name]
+
+    def env_factory(self, task_name: str):
+        from lerobot.envs.aloha_env import AlohaEnv
+
+        return functools.partial(
+            AlohaEnv,
+            task=task_name,
+            obs_type=self.obs_type,
+            observation_height=self.observation_height,
+            observation_width=self.observation_width,
+            episode_length=self.episode_length,
+        )
+
+    def observation_space(self):
+        from lerobot.envs.aloha_env import build_observation_space
+
+        return build_observation_space(self.obs_type, self.observation_height, self.observation_width)
+
+    def action_space(self):
+        from lerobot.envs.aloha_env import build_action_space
+
+        return build_action_space()
+
+    def policy_features(self) -> dict[str, PolicyFeature]:
+        features = {}
+        if self.obs_type != "state":
+            image = PolicyFeature(FeatureType.VISUAL, (3, self.observation_height, self.observation_width))
+            features[f"{OBS_IMAGES}.{CAMERA}"] = image
+        if self.obs_type != "pixels":
+            features[OBS_STATE] = PolicyFeature(FeatureType.STATE, (JOINTS_DIM,))
+        features[OBS_ENV_STATE] = PolicyFeature(FeatureType.ENV, (ENV_STATE_DIM,))
+        features[ACTION] = PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))
+        return features
+
+
+def __getattr__(name: str) -> Any:
+    """`lerobot.envs.aloha.AlohaEnv`, loaded on first use so the config module stays light."""
+    if name == "AlohaEnv":
+        from lerobot.envs.aloha_env import AlohaEnv
+
+        return AlohaEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,166 @@
+"""PushT: push a T-shaped block onto a T-shaped target with a round pusher (2-D, pymunk).
+
+Tasks: one, `PushT-v0` (LeRobot's name; `gym_pusht/PushT-v0` works too), gym-pusht 0.1.8's
+`PushTEnv`. The instruction is the one LeRobot's `lerobot/pusht` datasets store.
+Randomisation: at every reset the pusher's position (x, y in [50, 450)) and the block's
+position (x, y in [100, 400)) and angle (uniform in [-pi, pi)) are drawn from the env's
+generator; the target pose is fixed (256, 256, pi/4).
+Seeding: `reset(seed=s)` re-seeds that generator, so an episode's initial state depends on its
+seed alone, whatever ran before in the same env. LeRobot seeds its batch of envs the same way
+(episode e of a run gets seed + e), so both start episode e from the same state.
+Success: the block covers more than 95% of the target's area (gym-pusht's threshold); the
+reward is gym-pusht's, the coverage divided by 0.95 and capped at 1, so a success scores 1.0.
+Like gym-pusht and LeRobot, the episode ends at its first success.
+Horizon: 300 steps at 10 Hz (LeRobot's setting; each step runs 10 physics steps of 10 ms).
+Observations (LeRobot's PushT format, as in its `lerobot/pusht` data): `pixels_agent_pos` gives
+`pixels`, a 96x96 drawing of the scene (`observation.image`), and `agent_pos`, the pusher's x, y
+(`observation.state`); `environment_state_agent_pos` gives the 16 coordinates of the block's 8
+keypoints instead of the image (`observation.environment_state`); `state` gives gym-pusht's 5-d
+state vector (pusher x, y, block x, y, angle) as `observation.state`.
+Actions: 2-d, the pusher's target position in pixels of the 512x512 workspace ([0, 512]).
+Protocol (Diffusion Policy, Chi et al. 2023): 50 episodes from fixed seeds, reporting success rate
+and the mean of the episodes' maximum coverage reward.
+
+This module holds the task and config and imports neither gymnasium nor NumPy, so a command line
+is checked before either loads; the env itself is `lerobot.envs.pusht_env`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from lerobot.configs.env import EnvConfig
+from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_STATE
+from lerobot.utils.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+# pygame (gym-pusht draws with it) prints a banner on import unless told not to.
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+TASK = "PushT-v0"
+TASK_PREFIX = "gym_pusht/"
+DESCRIPTION = "Push the T-shaped block onto the T-shaped target."
+FPS = 10
+EPISODE_LENGTH = 300
+ACTION_DIM = 2
+AGENT_POS_DIM = 2
+STATE_DIM = 5
+KEYPOINTS_DIM = 16
+WORKSPACE_SIZE = 512.0
+INSTALL_HINT = "install the extra: pip install 'lerobot[pusht]'"
+ObsType = Literal["pixels_agent_pos", "environment_state_agent_pos", "state"]
+OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "environment_state_agent_pos", "state")
+
+
+def resolve_task(task_arg: str) -> str:
+    """`PushT-v0` or `gym_pusht/PushT-v0` -> `PushT-v0`; anything else is a one-line error."""
+    if task_arg.strip().removeprefix(TASK_PREFIX) != TASK:
+        raise ConfigError(f"--env.task={task_arg!r}: unknown PushT task; the one task is {TASK!r}")
+    return TASK
+
+
+def check_installed() -> None:
+    """Fail in one line, before any worker starts, when the `pusht` extra is missing."""
+    if importlib.util.find_spec("gym_pusht") is None:
+        raise ConfigError(f"--env.type=pusht: gym-pusht is not installed; {INSTALL_HINT}")
+
+
+@EnvConfig.register_subclass("pusht")
+@dataclass
+class PushtEnvConfig(EnvConfig):
+    worker_preload: ClassVar[tuple[str, ...]] = ("gym_pusht.envs.pusht",)
+
+    task: str = TASK
+    """The one PushT task, `PushT-v0`."""
+    fps: int = FPS
+    """Control and video frame rate (gym-pusht's 10 Hz)."""
+    obs_type: ObsType = "pixels_agent_pos"
+    """`pixels_agent_pos` (96x96 image + pusher x, y), `environment_state_agent_pos` (16 block
+    keypoint coordinates + pusher x, y) or `state` (pusher x, y, block x, y, angle)."""
+    observation_height: int = 96
+    """Height of the `pixels` image the policy sees (LeRobot's PushT data: 96)."""
+    observation_width: int = 96
+    """Width of the `pixels` image the policy sees."""
+    visualization_height: int = 384
+    """Height of the video frames (LeRobot's setting)."""
+    visualization_width: int = 384
+    """Width of the video frames (LeRobot's setting)."""
+    episode_length: int = EPISODE_LENGTH
+    """Step limit per episode."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.obs_type not in OBS_TYPES:
+            raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        for flag in (
+            "observation_height",
+            "observation_width",
+            "visualization_height",
+            "visualization_width",
+            "episode_length",
+        ):
+            if getattr(self, flag) < 1:
+                raise ConfigError(f"--env.{flag}={getattr(self, flag)}: must be an integer >= 1")
+        self.task = resolve_task(self.task)
+        check_installed()
+
+    def task_groups(self) -> dict[str, list[str]]:
+        """One group named after the benchmark, as LeRobot's eval names it (`pusht`, task 0), so
+        eval_info.json and the video folder (`videos/pusht_0/`) are laid out as LeRobot's."""
+        return {"pusht": [TASK]}
+
+    def task_description(self, task_name: str) -> str:
+        return DESCRIPTION
+
+    def env_factory(self, task_name: str):
+        from lerobot.envs.pusht_env import PushtEnv
+
+        return functools.partial(
+            PushtEnv,
+            obs_type=self.obs_type,
+            observation_height=self.observation_height,
+            observation_width=self.observation_width,
+            visualization_height=self.visualization_height,
+            visualization_width=self.visualization_width,
+            episode_length=self.episode_length,
+        )
+
+    def observation_space(self):
+        from lerobot.envs.pusht_env import build_observation_space
+
+        return build_observation_space(self.obs_type, self.observation_height, self.observation_width)
+
+    def action_space(self):
+        from lerobot.envs.pusht_env import build_action_space
+
+        return build_action_space()
+
+    def policy_features(self) -> dict[str, PolicyFeature]:
+        features = {ACTION: PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))}
+        if self.obs_type == "state":
+            features[OBS_STATE] = PolicyFeature(FeatureType.STATE, (STATE_DIM,))
+            return features
+        features[OBS_STATE] = PolicyFeature(FeatureType.STATE, (AGENT_POS_DIM,))
+        if self.obs_type == "environment_state_agent_pos":
+            features[OBS_ENV_STATE] = PolicyFeature(FeatureType.ENV, (KEYPOINTS_DIM,))
+        else:
+            features[OBS_IMAGE] = PolicyFeature(
+                FeatureType.VISUAL, (3, self.observation_height, self.observation_width)
+            )
+        return features
+
+
+def __getattr__(name: str) -> Any:
+    """`lerobot.envs.pusht.PushtEnv`, loaded on first use so the config module stays light."""
+    if name == "PushtEnv":
+        from lerobot.envs.pusht_env import PushtEnv
+
+        return PushtEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,16 @@
+from dataclasses import dataclass
+
+from lerobot.configs.policies import PreTrainedConfig
+
+
+@PreTrainedConfig.register_subclass("aloha_scripted")
+@dataclass
+class AlohaScriptedConfig(PreTrainedConfig):
+    """Scripted bimanual demonstrations in the manner of ACT's: the embedded ALOHA default that
+    needs no download.
+
+    It reads the objects' poses (`observation.environment_state`) at the first step of each
+    episode and the task name of each row (`env_task`); use it with `--env.type=aloha`.
+    """
+
+    device: str | None = "cpu"
