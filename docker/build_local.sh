@@ -224,8 +224,17 @@ docker_build() {
     if [ "$(id -u)" -ne 0 ]; then
         args+=(--build-arg "USER_UID=$(id -u)")
     fi
+    local previous current
+    previous="$("$DOCKER" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
     "$DOCKER" build --progress=plain "${args[@]}" "${NETWORK_ARGS[@]}" \
-        -f "docker/Dockerfile.benchmark.$benchmark" -t "$image" . 2>&1 | tee "$log_file"
+        -f "docker/Dockerfile.benchmark.$benchmark" -t "$image" . 2>&1 | tee "$log_file" \
+        || return
+    # The image this build replaced keeps its several GB under no name: remove it (only it).
+    current="$("$DOCKER" image inspect --format '{{.Id}}' "$image")"
+    if [ -n "$previous" ] && [ "$previous" != "$current" ] \
+        && [ -z "$("$DOCKER" image inspect --format '{{join .RepoTags ""}}' "$previous" 2>/dev/null)" ]; then
+        "$DOCKER" image rm "$previous" >/dev/null || true
+    fi
 }
 
 # A folder the image's user can write into, as the runner's UID can on GitHub.

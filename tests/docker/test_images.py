@@ -137,14 +137,22 @@ def test_metaworld_image_record_and_train(artifacts):
 
 
 @pytest.mark.timeout(900)
-def test_metaworld_image_async_workers(artifacts, tmp_path):
-    """Two worker processes (forkserver, frames through /dev/shm) under `docker run`'s defaults."""
+@pytest.mark.parametrize(
+    ("shm_size", "frames_shared"),
+    [(None, True), ("1m", False)],
+    ids=["default-shm", "1m-shm"],
+)
+def test_metaworld_image_async_workers(artifacts, tmp_path, shm_size, frames_shared):
+    """Two worker processes (forkserver, frames through /dev/shm) under `docker run`: with the
+    default 64 MB both blocks fit; with 1 MB the second does not, and that worker must use its
+    pipe instead of dying of SIGBUS (which it did before blocks were reserved)."""
     out = tmp_path / "async"
     out.mkdir()
     out.chmod(0o777)  # the image's user (not this test's) writes here
+    shm_args = [f"--shm-size={shm_size}"] if shm_size else []
     result = subprocess.run(
         [
-            "docker", "run", "--rm", "--volume", f"{out}:/artifacts", IMAGE,
+            "docker", "run", "--rm", *shm_args, "--volume", f"{out}:/artifacts", IMAGE,
             "lerobot-eval", "--policy.type=metaworld_expert", "--env.type=metaworld",
             "--env.task=push-v3", "--env.episode_length=30", "--eval.n_episodes=2",
             "--eval.batch_size=2", "--eval.use_async_envs=true", "--output_dir=/artifacts",
@@ -156,8 +164,10 @@ def test_metaworld_image_async_workers(artifacts, tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
     assert "envs per task: 2 (async workers)" in output, output[-3000:]
-    assert "shared memory unavailable" not in output, output[-3000:]
+    assert "worker process exited" not in output, output[-3000:]
+    assert ("shared memory unavailable" not in output) == frames_shared, output[-3000:]
     info = read_json(out / "eval_info.json")
     assert info["complete"] is True
+    assert info["n_episodes_retried"] == 0
     assert info["overall"]["n_episodes"] == 2
     assert [episode["n_steps"] for episode in info["per_episode"]] == [30, 30]
