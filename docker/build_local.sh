@@ -18,8 +18,10 @@
 #    1-step `lerobot-train` with its in-loop eval. The matrix (task, policy, env flags) is read
 #    from the workflow itself, so the two cannot drift apart. Outputs land where the workflow
 #    uploads them from: $ARTIFACTS_ROOT/<benchmark>/ (bind-mounted at /artifacts).
-# 4. Prints each step's time and result, build times and image sizes; exits non-zero when a
-#    build or a step failed. Later steps still run after a failure, as in the workflow.
+# 4. Removes build cache layers that no image uses any more (old dependency layers, GBs each),
+#    keeping uv's download cache; prints each step's time and result, build times and image
+#    sizes; exits non-zero when a build or a step failed. Later steps still run after a failure,
+#    as in the workflow.
 #
 # Needs root (or sudo) for apt, debootstrap and dockerd, and a Docker client that builds with
 # BuildKit (the buildx plugin, or a client older than 23 with DOCKER_BUILDKIT=1, such as the
@@ -28,6 +30,7 @@
 #   IMAGE_PREFIX=lerobot-benchmark-          IMAGE_TAG=local
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR    DOCKER=<docker client>   DOCKERD_LOG=/tmp/dockerd.log
 #   DOCKER_RUN_ARGS (extra `docker run` options, e.g. "--gpus all")
+#   PRUNE_BUILD_CACHE=1 (0: keep build cache layers that no image uses any more)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -343,6 +346,14 @@ main() {
         fi
         run_benchmark "$benchmark" "$task" "$policy" "$flags"
     done
+
+    # A rebuilt dependency layer leaves the old one (several GB) in BuildKit's cache, where no
+    # image uses it. Drop such layers; uv's download cache (a cache mount) and the layers of
+    # existing images stay, so the next build is as warm as this one.
+    if [ "${PRUNE_BUILD_CACHE:-1}" = 1 ]; then
+        log "removing build cache layers no image uses (PRUNE_BUILD_CACHE=0 keeps them)"
+        "$DOCKER" builder prune -f --filter type=regular | tail -n 1
+    fi
 
     log "summary"
     if [ -n "$BASE_BUILD_S" ]; then
