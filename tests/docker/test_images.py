@@ -8,8 +8,9 @@ test checks what a user of the image would look at afterwards, then runs an eval
 workers in the image, which the CI steps never do (their batch is 1, in-process), to prove that
 worker processes and their shared-memory frames work under Docker's default 64 MB /dev/shm.
 
-Not part of `pytest -q` (.ci/run): a cold build downloads several GB and takes minutes; a warm
-one (only src/ changed) about four. Run it with
+Not part of `pytest -q` (.ci/run): about 5 minutes on 2 cores when only src/ changed since the
+last build, 8 when the dependency layer is rebuilt, more when downloads are not cached yet.
+Run it with
 
     .venv/bin/pytest -m docker -s
 
