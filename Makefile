@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: install test test-fast lint format lock eval-demo
+.PHONY: install test test-fast test-docker docker-local lint format lock eval-demo
 
 # uv comes from pip when it is not on PATH yet; an existing .venv is kept and updated (uv
 # refuses to create one over it). The lock is used as constraints.
@@ -19,6 +19,16 @@ test:
 
 test-fast:
 	$(VENV)/bin/pytest -q -m "not slow"
+
+# Builds the Meta-World image and runs its CI smoke steps (minutes; needs a Docker daemon,
+# skipped without one). Not part of `test`. See docs/source/docker.mdx.
+test-docker:
+	$(VENV)/bin/pytest -m docker -s
+
+# Every benchmark image on a local Debian base, with the CI workflow's smoke steps in each
+# (installs and starts Docker when missing; needs root or sudo).
+docker-local:
+	docker/build_local.sh
 
 lint:
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

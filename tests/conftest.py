@@ -42,3 +42,13 @@ def register_env_type():
     yield register
     for name in added:
         EnvConfig._choice_registry.pop(name, None)
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `docker` build and run a benchmark image (minutes, several GB): they run
+    only when a `-m` expression names the marker (`pytest -m docker`), never in a plain
+    `pytest -q` (.ci/run) or under another `-m` such as `-m "not slow"`."""
+    if "docker" in (config.getoption("markexpr") or ""):
+        return  # the expression decides, e.g. `-m docker` or `-m "not docker"`
+    kept = [item for item in items if item.get_closest_marker("docker") is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept

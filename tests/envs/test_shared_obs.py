@@ -78,3 +78,34 @@ def test_metaworld_frames_from_workers_match_in_process_frames(metaworld):
         workers.close()
         local.close()
     assert not any(path.exists() for path in blocks)
+
+
+def shm_entries() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def test_a_block_that_does_not_fit_falls_back_to_the_pipe(monkeypatch):
+    """A full /dev/shm (Docker's 64 MB default) must not kill the worker with SIGBUS at its first
+    frame: the block's pages are reserved in the parent, and ENOSPC there means the pipe."""
+    import errno
+
+    from lerobot.envs import shared_obs
+    from lerobot.envs.vector import _shared_block_for
+
+    def no_space(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shared_obs.os, "posix_fallocate", no_space)
+    before = shm_entries()
+    assert _shared_block_for(camera_space()) is None
+    assert shm_entries() == before  # the block that did not fit was unlinked
+
+
+def test_a_block_is_reserved_when_created():
+    block = SharedBlock.create(camera_space())
+    try:
+        path = Path("/dev/shm") / block.memory.name
+        if path.exists():  # Linux: the pages are allocated, not a sparse promise
+            assert path.stat().st_blocks * 512 >= block.memory.size
+    finally:
+        block.close()

@@ -13,6 +13,7 @@ before it sends the next command, so the worker never overwrites a frame still i
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing import shared_memory
@@ -93,7 +94,14 @@ class SharedBlock:
         if not layout:
             return None
         size = layout[-1].offset + layout[-1].nbytes
-        return cls(shared_memory.SharedMemory(create=True, size=size), layout, owner=True)
+        memory = shared_memory.SharedMemory(create=True, size=size)
+        try:
+            _reserve(memory, size)
+        except OSError:
+            memory.close()
+            memory.unlink()
+            raise
+        return cls(memory, layout, owner=True)
 
     @classmethod
     def attach(cls, spec: SharedSpec) -> SharedBlock:
@@ -127,6 +135,16 @@ class SharedBlock:
         self.memory.close()
         if self.owner:
             self.memory.unlink()
+
+
+def _reserve(memory: shared_memory.SharedMemory, size: int) -> None:
+    """Allocate the block's pages now, in the parent. A tmpfs /dev/shm too small for every
+    worker's block (Docker gives a container 64 MB unless `--shm-size` says otherwise) accepts
+    the block anyway, and the worker dies of SIGBUS at its first frame; reserved, a block that
+    does not fit is an OSError (ENOSPC) here, and that worker uses the pipe instead."""
+    fd = getattr(memory, "_fd", -1)  # CPython's POSIX implementation keeps the descriptor here
+    if fd >= 0 and hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, size)
 
 
 def map_observation(reply: Any, command: str, convert: Callable[[Any], Any]) -> Any:

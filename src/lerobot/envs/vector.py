@@ -205,7 +205,11 @@ def _shared_block_for(observation_space: gym.Space | None) -> SharedBlock | None
     try:
         return SharedBlock.create(observation_space)
     except OSError as exc:
-        logger.warning("shared memory unavailable (%s); observations go through the pipe", exc)
+        logger.warning(
+            "shared memory unavailable (%s); observations go through the pipe "
+            "(in a container, a bigger /dev/shm avoids this: docker run --shm-size=1g)",
+            exc,
+        )
         return None
 
 
