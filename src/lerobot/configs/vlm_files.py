@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from lerobot.configs.checkpoint import REPO_ID, CheckpointError, hub_cache_dir, hub_offline
+from lerobot.configs.checkpoint import CheckpointError
+from lerobot.configs.hub import REPO_ID, hub_cache_dir, hub_offline, snapshot
 
 CONFIG_PATTERNS = ["*.json", "*.txt", "*.jinja", "*.model"]
 WEIGHT_PATTERNS = ["*.safetensors"]
@@ -34,28 +35,15 @@ def resolve_vlm_dir(name: str, with_weights: bool = False) -> Path:
 
 @functools.lru_cache(maxsize=8)
 def _snapshot(repo_id: str, patterns: tuple[str, ...], offline: bool, cache_dir: str) -> Path:
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError
-
-    try:
-        return Path(
-            snapshot_download(
-                repo_id, cache_dir=cache_dir, allow_patterns=list(patterns), local_files_only=offline
-            )
-        )
-    except LocalEntryNotFoundError:
-        reason = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
-        raise CheckpointError(
-            f"{FLAG}={repo_id}: {reason} and the VLM repo {repo_id} is not in the local cache ({cache_dir}); "
-            f"fetch it once online (`hf download {repo_id}`) or point {FLAG} at a local directory"
-        ) from None
-    except GatedRepoError:
-        raise CheckpointError(
-            f"{FLAG}={repo_id}: the hub repo is gated; log in with `hf auth login`"
-        ) from None
-    except (HfHubHTTPError, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"{FLAG}={repo_id}: cannot fetch the VLM's files: {first_line}") from None
+    """Cached per repo, file patterns and hub settings: several loads in one process ask once."""
+    return snapshot(
+        repo_id,
+        flag=FLAG,
+        what="VLM repo",
+        local_hint=f"point {FLAG} at a local directory (`hf download {repo_id}` fetches it)",
+        patterns=patterns,
+        error=CheckpointError,
+    )
 
 
 def _check_has_config(directory: Path, name: str) -> None:

@@ -49,7 +49,9 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
     """The backend `--eval.backend` names, with the policy built (local) or checked (Ray)."""
     settings = rollout_settings(cfg)
     if cfg.eval.backend == "ray":
-        make_policy(driver_policy_config(cfg), env_cfg=cfg.env, rename_map=cfg.rename_map)  # only a check: each actor builds its own
+        make_policy(
+            driver_policy_config(cfg), env_cfg=cfg.env, rename_map=cfg.rename_map
+        )  # only a check: each actor builds its own
         from lerobot.evaluation.ray_backend import RayBackend  # imports ray
 
         return RayBackend(cfg, settings)
