@@ -42,6 +42,8 @@ def register_env_type():
     yield register
     for name in added:
         EnvConfig._choice_registry.pop(name, None)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `docker` build and run a benchmark image (minutes, several GB): they run
     only when a `-m` expression names the marker (`pytest -m docker`), never in a plain

@@ -79,7 +79,7 @@ class StatePromptTask:
         state = batch.get(OBS_STATE)
         if not isinstance(state, torch.Tensor):
             raise ValueError(f"π0.5's prompt needs the state ({OBS_STATE}); the batch has none")
-        bins = state_bins(state)
+        bins = state_bins(state[:, -1] if state.ndim > 2 else state)
         tasks = batch.get(self.task_key)
         if isinstance(tasks, str):
             tasks = [tasks] * len(bins)

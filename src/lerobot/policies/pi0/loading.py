@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lerobot.configs.checkpoint import WEIGHTS_FILE, CheckpointError
+from lerobot.configs.checkpoint import WEIGHTS_FILE, CheckpointError, resolve_checkpoint
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.utils.device import resolve_device
@@ -36,6 +36,7 @@ def load_pi_policy(
 ) -> PiFlowPolicy:
     """A checkpoint of `policy_class`, built on `device` and filled from its model.safetensors,
     in eval mode."""
+    directory = resolve_checkpoint(str(directory))  # `--policy.pretrained_path=<hub repo id>` too
     if config is None:
         config = read_config(directory, policy_class)
     target = resolve_device(str(device) if device is not None else config.device)
