@@ -28,13 +28,20 @@ what that computes from fixed inputs: preprocessed batches, the chunk for given 
 actions `select_action` executes after `torch.manual_seed` (a batch of two, and one row), the
 training loss after `torch.manual_seed(5)` with every gradient, and the chunk of the same
 weights loaded with `dtype=bfloat16` (LeRobot's mixed layout).
+
+`pi_full_size_layout.json` records LeRobot's full-size models (gemma_2b PaliGemma with SigLIP
+So400m/14, gemma_300m expert, LIBERO's features), built on the meta device with no weights:
+every state-dict entry's shape and its dtype in the bfloat16 layout, per-layer entries written
+once with the number of layers, and the parameter count. `--full-size-only` writes just that.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -402,9 +409,86 @@ def make_fixture(name: str, config_class, policy_class, **settings) -> None:
     save_file(flat, directory / "expected.safetensors", metadata={"info": json.dumps(meta)})
 
 
+# -- full-size layouts -------------------------------------------------------------------------
+
+LAYER_INDEX = re.compile(r"\.layers\.\d+\.")
+
+
+def full_size_layout(config_class, policy_class) -> dict:
+    """LeRobot's full-size model on the meta device: parameter count, float32 default, and
+    `pattern -> [shape, dtype in the bfloat16 layout, number of layers]`."""
+    from lerobot.configs.types import FeatureType, PolicyFeature
+
+    inputs = {
+        key: PolicyFeature(FeatureType.VISUAL, (3, 256, 256))
+        for key in ("observation.images.image", "observation.images.image2")
+    }
+    inputs["observation.state"] = PolicyFeature(FeatureType.STATE, (STATE_DIM,))
+    outputs = {"action": PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))}
+    states = {}
+    for dtype in ("float32", "bfloat16"):
+        config = config_class(input_features=inputs, output_features=outputs, device="cpu", dtype=dtype)
+        with torch.device("meta"), meta_stays_put():
+            policy = policy_class(config)
+        states[dtype] = {
+            n: (list(t.shape), str(t.dtype).removeprefix("torch.")) for n, t in policy.state_dict().items()
+        }
+        count = sum(p.numel() for p in policy.parameters())
+    assert list(states["float32"]) == list(states["bfloat16"])
+    assert {dt for _, dt in states["float32"].values()} == {"float32"}
+    entries: dict[str, list] = {}
+    for name, (shape, dtype) in states["bfloat16"].items():
+        pattern = LAYER_INDEX.sub(".layers.{i}.", name)
+        if pattern in entries:
+            assert entries[pattern][:2] == [shape, dtype], f"{name} differs from its other layers"
+            entries[pattern][2] += 1
+        else:
+            entries[pattern] = [shape, dtype, 1]
+    return {"parameters": count, "float32_layout": "float32", "state_dict": entries}
+
+
+@contextlib.contextmanager
+def meta_stays_put():
+    """LeRobot's constructors end with `.to(config.device)`, which a meta model cannot do; keep
+    the dtype changes (the bfloat16 layout), drop the move."""
+    original = torch.nn.Module.to
+
+    def dtype_only(module, *args, **kwargs):
+        _, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        return module if dtype is None else original(module, dtype=dtype)
+
+    torch.nn.Module.to = dtype_only
+    try:
+        yield
+    finally:
+        torch.nn.Module.to = original
+
+
+def one_entry_a_line(layouts: dict) -> str:
+    """JSON with one state-dict entry a line, so that a diff names the entry that changed."""
+    models = []
+    for name, layout in layouts.items():
+        entries = ",\n".join(f"   {json.dumps(k)}: {json.dumps(v)}" for k, v in layout["state_dict"].items())
+        head = {k: v for k, v in layout.items() if k != "state_dict"}
+        fields = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in head.items()]
+        fields.append(f'  "state_dict": {{\n{entries}\n  }}')
+        models.append(f" {json.dumps(name)}: {{\n" + ",\n".join(fields) + "\n }")
+    text = "{\n" + ",\n".join(models) + "\n}\n"
+    assert json.loads(text) == layouts
+    return text
+
+
+def write_full_size_layouts(classes: dict) -> None:
+    layouts = {name: full_size_layout(*pair) for name, pair in classes.items()}
+    (OUT / "pi_full_size_layout.json").write_text(one_entry_a_line(layouts))
+    for name, layout in layouts.items():
+        print(f"{name} full size: {layout['parameters']:,d} parameters, {len(layout['state_dict'])} patterns")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args()
+    parser.add_argument("--full-size-only", action="store_true", help="write only pi_full_size_layout.json")
+    args = parser.parse_args()
     import lerobot
 
     print(f"lerobot {lerobot.__version__} from {Path(lerobot.__file__).parent}")
@@ -415,6 +499,9 @@ def main() -> int:
     from lerobot.policies.pi05.configuration_pi05 import PI05Config
     from lerobot.policies.pi05.modeling_pi05 import PI05Policy
 
+    write_full_size_layouts({"pi0": (PI0Config, PI0Policy), "pi05": (PI05Config, PI05Policy)})
+    if args.full_size_only:
+        return 0
     # One thread, as the tests run: bfloat16 matrix products round differently with more.
     torch.set_num_threads(1)
     add_dummy_variant()

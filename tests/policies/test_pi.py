@@ -19,7 +19,7 @@ from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import CliError, parse_config
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-from tests.policies.pi_checkpoints import NAMES, expected, materialize, raw_step
+from tests.policies.pi_checkpoints import FIXTURES, NAMES, expected, materialize, raw_step
 
 EXACT = {"atol": 1e-5, "rtol": 0}
 GRADIENTS = {"atol": 1e-4, "rtol": 0}
@@ -236,3 +236,40 @@ def test_relative_actions_in_the_saved_pipeline_are_refused(tmp_path):
     cfg = dataclasses.replace(PreTrainedConfig.from_pretrained(directory), device="cpu")
     with pytest.raises(CheckpointError, match="enables 'relative_actions_processor'"):
         make_pre_post_processors(cfg, pretrained_path=directory)
+
+
+def libero_config(name: str, **settings) -> PreTrainedConfig:
+    """`name`'s config on LIBERO's features (two 256 px cameras, 8-d state, 7-d actions)."""
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.factory import make_policy_config
+
+    inputs = {key: PolicyFeature(FeatureType.VISUAL, (3, 256, 256)) for key in ("observation.images.image", "observation.images.image2")}  # fmt: skip
+    inputs["observation.state"] = PolicyFeature(FeatureType.STATE, (8,))
+    outputs = {"action": PolicyFeature(FeatureType.ACTION, (7,))}
+    return make_policy_config(name, input_features=inputs, output_features=outputs, device="cpu", **settings)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_full_size_models_have_lerobots_layout(name):
+    """LeRobot's checkpoints are gemma_2b + SigLIP So400m/14 + gemma_300m: our model of that size
+    must have every one of their state-dict entries, shape and bfloat16-layout dtype (strict
+    loading of a real checkpoint depends on it), built on the meta device: no weights, no
+    download. The layout is what LeRobot 0.6.1 built (scripts/make_pi_fixtures.py)."""
+    import json
+    import re
+
+    recorded = json.loads((FIXTURES / "pi_full_size_layout.json").read_text())[name]
+    for dtype in ("float32", "bfloat16"):
+        with torch.device("meta"):
+            policy = get_policy_class(name)(libero_config(name, dtype=dtype))
+        assert sum(p.numel() for p in policy.parameters()) == recorded["parameters"]
+        layout: dict[str, list] = {}
+        for key, tensor in policy.state_dict().items():
+            entry = layout.setdefault(re.sub(r"\.layers\.\d+\.", ".layers.{i}.", key), [None, None, 0])
+            entry[:2] = [list(tensor.shape), str(tensor.dtype).removeprefix("torch.")]
+            entry[2] += 1
+        expected_layout = {
+            k: [shape, recorded["float32_layout"] if dtype == "float32" else entry_dtype, n]
+            for k, (shape, entry_dtype, n) in recorded["state_dict"].items()
+        }
+        assert layout == expected_layout
