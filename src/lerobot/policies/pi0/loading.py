@@ -2,7 +2,7 @@
 
 The network is built on the meta device in the config's dtype layout (float32, or LeRobot's
 bfloat16 one), given empty storage on the target device and filled from model.safetensors by
-lerobot.policies.streaming_weights, so host memory never holds a second copy of the 3.5 B
+lerobot.policies.streaming_weights, so host memory never holds a second copy of the 4.1 B
 parameters. Names must match exactly (strict loading): a missing or unexpected tensor is a
 one-line error, never a silently random layer.
 """
