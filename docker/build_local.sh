@@ -15,9 +15,16 @@
 # 3. Each benchmark: `docker build` of docker/Dockerfile.benchmark.<name> on that base, then the
 #    workflow's steps: the image's default command (1-episode eval into /artifacts), the task
 #    descriptions, metrics.json from eval_info.json, `lerobot-record-sim` of 2 episodes and a
-#    1-step `lerobot-train` with its in-loop eval. The matrix (task, policy, env flags) is read
-#    from the workflow itself, so the two cannot drift apart. Outputs land where the workflow
-#    uploads them from: $ARTIFACTS_ROOT/<benchmark>/ (bind-mounted at /artifacts).
+#    1-step `lerobot-train` with its in-loop eval; for entries with a SmolVLA checkpoint, its
+#    1-episode eval and a 1-step fine-tuning of lerobot/smolvla_base with an in-loop eval. The
+#    matrix (task, policy, flags) is read from the workflow itself, so the two cannot drift
+#    apart. Outputs land where the workflow uploads them from: $ARTIFACTS_ROOT/<benchmark>/
+#    (bind-mounted at /artifacts).
+#    The SmolVLA steps run the workflow's commands, but the hub repos they name are tiny local
+#    stand-ins (docker/hub_standins.py): an offline hub cache in $ARTIFACTS_ROOT/<benchmark>/
+#    huggingface holding the test fixtures' SmolVLA and VLM and a SmolVLA trained for one step
+#    on the recorded episodes, mounted as HF_HOME with HF_HUB_OFFLINE=1. With
+#    SMOLVLA_STANDINS=0 they download the real checkpoints instead (needs the hub, several GB).
 # 4. Removes build cache layers that no image uses any more (old dependency layers, GBs each),
 #    keeping uv's download cache; prints each step's time and result, build times and image
 #    sizes; exits non-zero when a build or a step failed. Later steps still run after a failure,
@@ -31,6 +38,7 @@
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR    DOCKER=<docker client>   DOCKERD_LOG=/tmp/dockerd.log
 #   DOCKER_RUN_ARGS (extra `docker run` options, e.g. "--gpus all")
 #   PRUNE_BUILD_CACHE=1 (0: keep build cache layers that no image uses any more)
+#   SMOLVLA_STANDINS=1 (0: the SmolVLA steps use the hub's checkpoints, as on GitHub)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -182,19 +190,32 @@ build_base() {
 
 # --- The workflow's matrix ---------------------------------------------------------------------
 
-# One line per matrix entry: benchmark, task, policy, env flags of the train smoke (tab-separated).
+# Separators of matrix_lines: between fields, and between the words of a flag list. Neither is
+# whitespace, so `read` keeps empty fields, and words may contain spaces (a --rename_map's JSON).
+FIELD_SEP=$'\x1e'
+WORD_SEP=$'\x1f'
+
+# One line per matrix entry, fields separated by FIELD_SEP: benchmark, task, policy, the train
+# smoke's env flags, the SmolVLA checkpoint ("" when the entry has none), the SmolVLA eval's and
+# train smoke's flags. Flag lists are split as the runner's bash splits them (quotes included)
+# and their words joined by WORD_SEP.
 matrix_lines() {
     python3 -c 'import yaml' 2>/dev/null || apt_install python3-yaml
-    python3 - "$WORKFLOW" <<'EOF'
+    python3 - "$WORKFLOW" "$FIELD_SEP" "$WORD_SEP" <<'EOF'
+import shlex
 import sys
 
 import yaml
 
-with open(sys.argv[1], encoding="utf-8") as file:
+path, field_sep, word_sep = sys.argv[1:]
+with open(path, encoding="utf-8") as file:
     workflow = yaml.safe_load(file)
 for entry in workflow["jobs"]["smoke"]["strategy"]["matrix"]["include"]:
-    fields = (entry["benchmark"], entry["task"], entry["policy"], entry["smoke_env_flags"])
-    print("\t".join(" ".join(str(field).split()) for field in fields))
+    words = [str(entry[key]) for key in ("benchmark", "task", "policy")]
+    words.append(str(entry.get("smolvla_checkpoint", "")))
+    flags = [entry.get(key, "") for key in ("smoke_env_flags", "smolvla_eval_flags", "smolvla_train_flags")]
+    flags = [word_sep.join(shlex.split(str(value))) for value in flags]
+    print(field_sep.join(words[:3] + flags[:1] + words[3:] + flags[1:]))
 EOF
 }
 
@@ -212,7 +233,7 @@ step() {
     log "$benchmark: $name"
     started=$SECONDS
     if "$@"; then status=ok; else status="FAILED (exit $?)"; fi
-    SUMMARY+=("$(printf '%-10s %-34s %5ss  %s' "$benchmark" "$name" "$((SECONDS - started))" "$status")")
+    SUMMARY+=("$(printf '%-10s %-36s %5ss  %s' "$benchmark" "$name" "$((SECONDS - started))" "$status")")
     if [ "$status" != ok ]; then
         FAILED=1
         return 1
@@ -275,18 +296,16 @@ metrics() {
 
 record() {
     artifacts_folder "$ARTIFACTS_DIR/train" || return
-    # shellcheck disable=SC2086  # the matrix's flag list is split into words, as in the workflow
     run_image --volume "$ARTIFACTS_DIR/train:/artifacts" "$IMAGE" \
-        lerobot-record-sim --env.type="$BENCHMARK" $SMOKE_ENV_FLAGS \
+        lerobot-record-sim --env.type="$BENCHMARK" "${SMOKE_ENV_FLAGS[@]}" \
         --policy.type="$POLICY" --n_episodes=2 --root=/artifacts/dataset
 }
 
 train() {
-    # shellcheck disable=SC2086  # as above
     run_image --volume "$ARTIFACTS_DIR/train:/artifacts" "$IMAGE" \
         lerobot-train --policy.type=act --policy.device=cpu \
         --dataset.root=/artifacts/dataset \
-        --env.type="$BENCHMARK" $SMOKE_ENV_FLAGS \
+        --env.type="$BENCHMARK" "${SMOKE_ENV_FLAGS[@]}" \
         --steps=1 --batch_size=2 --eval_freq=1 --save_freq=1 \
         --eval.n_episodes=1 --eval.batch_size=1 --output_dir=/artifacts/run \
         && test -f "$ARTIFACTS_DIR/train/run/checkpoints/last/pretrained_model/model.safetensors" \
@@ -295,8 +314,95 @@ train() {
         --env "$BENCHMARK" --task "$TASK" --policy act
 }
 
+# --- SmolVLA (matrix entries with a smolvla_checkpoint) -------------------------------------
+
+# The hub cache both SmolVLA steps share, as in the workflow; offline with the stand-ins.
+hf_run_args() {
+    HF_ARGS=(--volume "$ARTIFACTS_DIR/huggingface:/hf" --env HF_HOME=/hf)
+    if [ "${SMOLVLA_STANDINS:-1}" = 1 ]; then
+        HF_ARGS+=(--env HF_HUB_OFFLINE=1)
+    fi
+}
+
+# Local only (CI downloads the real ones): the hub repos of the SmolVLA steps as tiny stand-ins.
+# lerobot/smolvla_base and its VLM come from the test fixtures; the evaluated checkpoint is a
+# SmolVLA trained here for one step on the recorded episodes, with the entry's camera flags, so
+# that it reads the cameras, state and action of this benchmark as the real one does. It keeps
+# SmolVLA's default VLM, which the cache serves from the fixture too.
+smolvla_standins() {
+    local hf="$ARTIFACTS_DIR/huggingface"
+    local trained="$ARTIFACTS_DIR/train/smolvla_standin/checkpoints/last/pretrained_model"
+    python3 docker/hub_standins.py --hf-home "$hf" \
+        && artifacts_folder "$hf" \
+        && run_image --volume "$ARTIFACTS_DIR/train:/artifacts" "${HF_ARGS[@]}" "$IMAGE" \
+            lerobot-train --policy.type=smolvla --policy.num_vlm_layers=2 \
+            --policy.chunk_size=10 --policy.n_action_steps=5 \
+            '--policy.resize_imgs_with_padding=[64,64]' --policy.tokenizer_max_length=16 \
+            --policy.push_to_hub=false --policy.device=cpu --dataset.root=/artifacts/dataset \
+            --env.type="$BENCHMARK" "${SMOKE_ENV_FLAGS[@]}" "${SMOLVLA_TRAIN_FLAGS[@]}" \
+            --steps=1 --batch_size=1 --eval_freq=0 --save_freq=1 \
+            --output_dir=/artifacts/smolvla_standin \
+        && python3 docker/hub_standins.py --hf-home "$hf" --checkpoint "$SMOLVLA_CHECKPOINT=$trained" \
+        && artifacts_folder "$hf"
+}
+
+smolvla_eval() {
+    artifacts_folder "$ARTIFACTS_DIR/smolvla" \
+        && artifacts_folder "$ARTIFACTS_DIR/huggingface" \
+        && run_image --volume "$ARTIFACTS_DIR/smolvla:/artifacts" "${HF_ARGS[@]}" "$IMAGE" \
+            lerobot-eval --policy.path="$SMOLVLA_CHECKPOINT" \
+            --env.type="$BENCHMARK" "${SMOLVLA_EVAL_FLAGS[@]}" \
+            --eval.batch_size=1 --eval.n_episodes=1 --eval.use_async_envs=false \
+            --policy.device=cpu --output_dir=/artifacts/eval \
+        && python3 scripts/ci/parse_eval_metrics.py \
+            --artifacts-dir "$ARTIFACTS_DIR/smolvla/eval" \
+            --env "$BENCHMARK" --task "$TASK" --policy "$SMOLVLA_CHECKPOINT"
+}
+
+smolvla_train() {
+    artifacts_folder "$ARTIFACTS_DIR/huggingface" \
+        && run_image --volume "$ARTIFACTS_DIR/train:/artifacts" "${HF_ARGS[@]}" "$IMAGE" \
+            lerobot-train --policy.path=lerobot/smolvla_base --policy.load_vlm_weights=true \
+            --policy.scheduler_decay_steps=25000 --policy.freeze_vision_encoder=false \
+            --policy.train_expert_only=false --policy.push_to_hub=false --policy.device=cpu \
+            --dataset.root=/artifacts/dataset --dataset.episodes=[0] \
+            --dataset.use_imagenet_stats=false \
+            --env.type="$BENCHMARK" "${SMOKE_ENV_FLAGS[@]}" "${SMOLVLA_TRAIN_FLAGS[@]}" \
+            --steps=1 --batch_size=1 --eval_freq=1 --save_freq=1 \
+            --eval.n_episodes=1 --eval.batch_size=1 --eval.use_async_envs=false \
+            --output_dir=/artifacts/smolvla_run \
+        && test -f "$ARTIFACTS_DIR/train/smolvla_run/checkpoints/last/pretrained_model/model.safetensors" \
+        && python3 scripts/ci/parse_eval_metrics.py \
+            --artifacts-dir "$ARTIFACTS_DIR/train/smolvla_run/eval/step_1" \
+            --env "$BENCHMARK" --task "$TASK" --policy smolvla
+}
+
+# The SmolVLA steps, in the workflow's order; the stand-ins need the recorded episodes.
+run_smolvla_steps() {
+    local recorded="$1" ready=1
+    hf_run_args
+    if [ "${SMOLVLA_STANDINS:-1}" = 1 ]; then
+        ready=0
+        if [ "$recorded" -eq 1 ]; then
+            step "$BENCHMARK" "SmolVLA stand-ins (local only)" smolvla_standins && ready=1
+        fi
+    fi
+    [ "$ready" -eq 1 ] || return 0
+    step "$BENCHMARK" "SmolVLA eval (1 episode)" smolvla_eval || true
+    if [ "$recorded" -eq 1 ]; then
+        step "$BENCHMARK" "SmolVLA train 1 step + in-loop eval" smolvla_train || true
+    fi
+}
+
+# --- Running one benchmark ---------------------------------------------------------------------
+
+# run_benchmark <matrix line>
 run_benchmark() {
-    BENCHMARK="$1" TASK="$2" POLICY="$3" SMOKE_ENV_FLAGS="$4"
+    local words
+    IFS="$FIELD_SEP" read -r BENCHMARK TASK POLICY words SMOLVLA_CHECKPOINT smolvla_eval smolvla_train <<<"$1"
+    IFS="$WORD_SEP" read -r -a SMOKE_ENV_FLAGS <<<"$words"
+    IFS="$WORD_SEP" read -r -a SMOLVLA_EVAL_FLAGS <<<"$smolvla_eval"
+    IFS="$WORD_SEP" read -r -a SMOLVLA_TRAIN_FLAGS <<<"$smolvla_train"
     IMAGE="${IMAGE_PREFIX}${BENCHMARK}:${IMAGE_TAG}"
     ARTIFACTS_DIR="$ARTIFACTS_ROOT/$BENCHMARK"
     # A fresh folder per run: the eval, the recorder and the trainer refuse or resume old outputs.
@@ -312,6 +418,9 @@ run_benchmark() {
     step "$BENCHMARK" "record 2 episodes" record && recorded=1
     if [ "$recorded" -eq 1 ]; then
         step "$BENCHMARK" "train 1 step + in-loop eval" train || true
+    fi
+    if [ -n "$SMOLVLA_CHECKPOINT" ]; then
+        run_smolvla_steps "$recorded"
     fi
     IMAGES+=("$IMAGE")
 }
@@ -332,19 +441,17 @@ main() {
     for wanted in "$@"; do
         found=0
         for line in "${lines[@]}"; do
-            [ "${line%%$'\t'*}" = "$wanted" ] && found=1
+            [ "${line%%"$FIELD_SEP"*}" = "$wanted" ] && found=1
         done
         [ "$found" -eq 1 ] || die "benchmark '$wanted' is not in the matrix of $WORKFLOW"
     done
 
     IMAGES=()
-    local benchmark task policy flags
     for line in "${lines[@]}"; do
-        IFS=$'\t' read -r benchmark task policy flags <<<"$line"
-        if [ "$#" -gt 0 ] && [[ " $* " != *" $benchmark "* ]]; then
+        if [ "$#" -gt 0 ] && [[ " $* " != *" ${line%%"$FIELD_SEP"*} "* ]]; then
             continue
         fi
-        run_benchmark "$benchmark" "$task" "$policy" "$flags"
+        run_benchmark "$line"
     done
 
     # A rebuilt dependency layer leaves the old one (several GB) in BuildKit's cache, where no
@@ -357,7 +464,7 @@ main() {
 
     log "summary"
     if [ -n "$BASE_BUILD_S" ]; then
-        printf '%-10s %-34s %5ss  %s\n' base "debootstrap + import $BASE_IMAGE" "$BASE_BUILD_S" ok
+        printf '%-10s %-36s %5ss  %s\n' base "debootstrap + import $BASE_IMAGE" "$BASE_BUILD_S" ok
     fi
     printf '%s\n' "${SUMMARY[@]}"
     echo

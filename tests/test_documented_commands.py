@@ -222,7 +222,7 @@ def workflow_commands(path: Path, program: str) -> list[DocumentedCommand]:
     for job_id, job in (workflow.get("jobs") or {}).items():
         for combo in matrix_combinations(job):
             for number, step in enumerate(job.get("steps") or [], start=1):
-                if "run" not in step:
+                if "run" not in step or skipped_for(step, combo):
                     continue
                 env = {**(workflow.get("env") or {}), **(job.get("env") or {}), **(step.get("env") or {})}
                 env = {k: substitute_matrix(expression_text(v), combo) for k, v in env.items()}
@@ -231,6 +231,19 @@ def workflow_commands(path: Path, program: str) -> list[DocumentedCommand]:
                 for command in commands_in_text(script, program, label, first_line=None):
                     found.setdefault((job_id, number, command.args), command)
     return list(found.values())
+
+
+def skipped_for(step: dict, combo: dict) -> bool:
+    """Whether the step's `if:` requires, as one of its `&&` operands, a matrix key that this
+    combination lacks: GitHub reads the missing key as null, so the step never runs for it (how
+    the SmolVLA steps apply only to the entries with a `smolvla_checkpoint`)."""
+    condition = str(step.get("if", "")).strip()
+    condition = condition.removeprefix("${{").removesuffix("}}")
+    for operand in condition.split("&&"):
+        match = re.fullmatch(r"\s*matrix\.([\w-]+)\s*", operand)
+        if match and match.group(1) not in combo:
+            return True
+    return False
 
 
 def matrix_label(combo: dict) -> str:
@@ -474,6 +487,28 @@ def test_workflow_matrix_and_env_are_expanded(tmp_path, monkeypatch):
         ("--env.task=reach-v3", "--eval.n_episodes=1", f"--out={PLACEHOLDER}"),
     ]
     assert commands[0].source == "w.yml (job smoke, step eval, matrix task=push-v3, obs=state)"
+
+
+def test_steps_of_other_matrix_entries_are_left_out(tmp_path, monkeypatch):
+    """A step guarded by `matrix.<key>` runs only for the entries that have the key."""
+    step = {
+        "name": "vla",
+        "if": "${{ !cancelled() && matrix.checkpoint }}",
+        "run": "lerobot-eval --policy.path=${{ matrix.checkpoint }} --env.type=${{ matrix.env }} ${{ matrix.flags }}",
+    }
+    matrix = {
+        "include": [
+            {"env": "metaworld", "checkpoint": "user/vla", "flags": "--env.task=push-v3"},
+            {"env": "pusht"},
+        ]
+    }
+    path = tmp_path / "w.yml"
+    path.write_text(yaml.safe_dump({"jobs": {"smoke": {"strategy": {"matrix": matrix}, "steps": [step]}}}))
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
+    commands = workflow_commands(path, "lerobot-eval")
+    assert [c.args for c in commands] == [
+        ("--policy.path=user/vla", "--env.type=metaworld", "--env.task=push-v3")
+    ]
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 `docker/build_local.sh metaworld` builds docker/Dockerfile.benchmark.metaworld (on a local
 Debian base, so no image registry is needed) and runs in it the steps of
 .github/workflows/benchmark_tests.yml: the image's default command (a 1-episode eval), the task
-descriptions, metrics.json, recording 2 episodes and a 1-step train with its in-loop eval. This
+descriptions, metrics.json, recording 2 episodes, a 1-step train with its in-loop eval, and the
+SmolVLA eval and fine-tuning steps (against tiny hub stand-ins, docker/hub_standins.py). This
 test checks what a user of the image would look at afterwards, then runs an eval with two async
 workers in the image, which the CI steps never do (their batch is 1, in-process), to prove that
 worker processes and their shared-memory frames work under Docker's default 64 MB /dev/shm.
@@ -135,6 +136,31 @@ def test_metaworld_image_record_and_train(artifacts):
     metrics = read_json(step_eval / "metrics.json")
     assert metrics["policy"] == "act"
     assert metrics["n_episodes"] == 1
+
+
+@pytest.mark.timeout(3600)
+def test_metaworld_image_smolvla(artifacts):
+    """The workflow's SmolVLA commands, run against the local hub stand-ins: the evaluated
+    checkpoint played one full episode (its cameras renamed, blank ones added) and filmed it;
+    fine-tuning smolvla_base saved a SmolVLA checkpoint and ran its in-loop eval."""
+    eval_dir = artifacts / "smolvla" / "eval"
+    info = read_json(eval_dir / "eval_info.json")
+    assert info["complete"] is True
+    (episode,) = info["per_episode"]
+    assert episode["task"] == "push-v3"
+    assert (episode["n_steps"], episode["failure_reason"]) == (50, None)  # the eval's --env.episode_length
+    assert_mp4(artifact_path(artifacts / "smolvla", episode["video_path"]))
+    assert read_json(eval_dir / "metrics.json")["policy"] == "pepijn223/smolvla_metaworld"
+
+    run = artifacts / "train" / "smolvla_run"
+    config = read_json(run / "checkpoints" / "last" / "pretrained_model" / "config.json")
+    assert config["type"] == "smolvla"
+    assert config["vlm_model_name"] == "HuggingFaceTB/SmolVLM2-500M-Video-Instruct"
+    assert config["empty_cameras"] == 2
+    step_eval = run / "eval" / "step_1"
+    (episode,) = read_json(step_eval / "eval_info.json")["per_episode"]
+    assert (episode["n_steps"], episode["failure_reason"]) == (40, None)  # the train smoke's episode length
+    assert read_json(step_eval / "metrics.json")["policy"] == "smolvla"
 
 
 @pytest.mark.timeout(900)

@@ -113,3 +113,12 @@ def test_a_device_the_machine_lacks_is_one_line_and_leaves_no_output_dir(tmp_pat
     [line] = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert line.startswith(f"--policy.device={device}: {device} is not available on this machine")
     assert not out.exists()
+
+
+def test_an_output_dir_holding_results_is_refused_before_anything_heavy_loads(tmp_path):
+    (tmp_path / "eval_info.json").write_text('{"aggregated": {"pc_success": 50.0}}')
+    code, heavy, stderr = start(
+        "lerobot_eval", ["--env.type=metaworld", "--policy.type=random", f"--output_dir={tmp_path}"]
+    )
+    [line] = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2 and heavy == [] and "holds results of an earlier run" in line

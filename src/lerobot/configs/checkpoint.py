@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lerobot.configs.hub import REPO_ID, snapshot
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
@@ -36,8 +35,6 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LEGACY_NORM_PREFIXES = ("normalize_inputs.", "normalize_targets.", "unnormalize_outputs.")
 # LeRobot policy types this build knows of but cannot run yet.
 NOT_YET_SUPPORTED = ("pi0_fast", "groot", "xvla", "wall_x", "tdmpc", "vqbet", "sac")
-REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-TRUTHY = {"1", "on", "yes", "true"}
 
 
 class CheckpointError(ConfigError):
@@ -71,62 +68,15 @@ def resolve_checkpoint(path: str, revision: str | None = None) -> Path:
 
 def _download(repo_id: str, revision: str | None) -> Path:
     """The snapshot of `repo_id` from the hub cache, fetched first unless offline."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
+    return snapshot(
+        repo_id,
+        flag="--policy.path",
+        what="checkpoint",
+        local_hint="pass a local directory",
+        revision=revision,
+        patterns=HUB_PATTERNS,
+        error=CheckpointError,
     )
-
-    offline = hub_offline()
-    where = f"{repo_id}@{revision}" if revision else repo_id
-    try:
-        snapshot = snapshot_download(
-            repo_id,
-            revision=revision,
-            cache_dir=hub_cache_dir(),
-            allow_patterns=HUB_PATTERNS,
-            local_files_only=offline,
-        )
-    except RevisionNotFoundError:
-        raise CheckpointError(
-            f"--policy.revision={revision}: no such revision of {repo_id} on the hub"
-        ) from None
-    except (RepositoryNotFoundError, GatedRepoError):
-        raise CheckpointError(
-            f"--policy.path={repo_id}: no such local directory, and the hub has no accessible repo of that name"
-        ) from None
-    except LocalEntryNotFoundError:
-        reason = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
-        raise CheckpointError(
-            f"--policy.path={where}: {reason} and the checkpoint is not in the local cache "
-            f"({hub_cache_dir()}); download it once online or pass a local directory"
-        ) from None
-    except (HfHubHTTPError, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"--policy.path={where}: download failed: {first_line}") from None
-    return Path(snapshot)
-
-
-def hub_offline() -> bool:
-    """HF_HUB_OFFLINE as set now (huggingface_hub reads it once, at import)."""
-    from huggingface_hub import constants
-
-    value = os.environ.get("HF_HUB_OFFLINE")
-    return value.strip().lower() in TRUTHY if value is not None else bool(constants.HF_HUB_OFFLINE)
-
-
-def hub_cache_dir() -> str:
-    """HF_HUB_CACHE, else HF_HOME/hub, as set now; else huggingface_hub's default."""
-    from huggingface_hub import constants
-
-    if os.environ.get("HF_HUB_CACHE"):
-        return os.environ["HF_HUB_CACHE"]
-    if os.environ.get("HF_HOME"):
-        return str(Path(os.environ["HF_HOME"]) / "hub")
-    return str(constants.HF_HUB_CACHE)
 
 
 def read_checkpoint_config(directory: Path, flag: str) -> dict[str, Any]:

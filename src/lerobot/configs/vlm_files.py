@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from lerobot.configs.checkpoint import REPO_ID, CheckpointError, hub_cache_dir, hub_offline
+from lerobot.configs.checkpoint import CheckpointError
+from lerobot.configs.hub import REPO_ID, hub_cache_dir, hub_offline, snapshot
 
 CONFIG_PATTERNS = ["*.json", "*.txt", "*.jinja", "*.model"]
 WEIGHT_PATTERNS = ["*.safetensors"]
@@ -55,29 +56,16 @@ def resolve_tokenizer_dir(name: str) -> Path:
 def _snapshot(
     repo_id: str, patterns: tuple[str, ...], offline: bool, cache_dir: str, flag: str = FLAG
 ) -> Path:
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError
-
-    try:
-        return Path(
-            snapshot_download(
-                repo_id, cache_dir=cache_dir, allow_patterns=list(patterns), local_files_only=offline
-            )
-        )
-    except LocalEntryNotFoundError:
-        reason = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
-        what = "VLM" if flag == FLAG else "tokenizer"
-        raise CheckpointError(
-            f"{flag}={repo_id}: {reason} and the {what} repo {repo_id} is not in the local cache ({cache_dir}); "
-            f"fetch it once online (`hf download {repo_id}`) or point {flag} at a local directory"
-        ) from None
-    except GatedRepoError:
-        raise CheckpointError(
-            f"{flag}={repo_id}: the hub repo is gated; accept its licence on the hub and log in with `hf auth login`"
-        ) from None
-    except (HfHubHTTPError, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"{flag}={repo_id}: cannot fetch the files: {first_line}") from None
+    """Cached per repo, file patterns, hub settings and flag: several loads in one process ask
+    once."""
+    return snapshot(
+        repo_id,
+        flag=flag,
+        what="VLM repo" if flag == FLAG else "tokenizer repo",
+        local_hint=f"point {flag} at a local directory (`hf download {repo_id}` fetches it)",
+        patterns=patterns,
+        error=CheckpointError,
+    )
 
 
 def _check_has_config(directory: Path, name: str) -> None:

@@ -49,11 +49,13 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
     """The backend `--eval.backend` names, with the policy built (local) or checked (Ray)."""
     settings = rollout_settings(cfg)
     if cfg.eval.backend == "ray":
-        make_policy(driver_policy_config(cfg), env_cfg=cfg.env)  # only a check: each actor builds its own
+        make_policy(
+            driver_policy_config(cfg), env_cfg=cfg.env, rename_map=cfg.rename_map
+        )  # only a check: each actor builds its own
         from lerobot.evaluation.ray_backend import RayBackend  # imports ray
 
         return RayBackend(cfg, settings)
-    policy = make_policy(cfg.policy, env_cfg=cfg.env)
+    policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
     preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
     settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
     n_envs, use_async = cfg.eval.resolved_batch_size, cfg.eval.resolved_use_async

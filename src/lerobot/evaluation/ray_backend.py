@@ -208,7 +208,7 @@ class EpisodeWorker:
         from lerobot.policies.factory import make_policy, make_pre_post_processors
 
         self.cfg = cfg
-        self.policy = make_policy(cfg.policy, env_cfg=cfg.env)
+        self.policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
         preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
         self.settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
 

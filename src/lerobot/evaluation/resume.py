@@ -108,22 +108,32 @@ def clear_results(out: Path) -> None:
     shutil.rmtree(out / VIDEOS_DIR, ignore_errors=True)
 
 
-def prepare_output_dir(cfg: EvalPipelineConfig) -> None:
+def check_output_dir(cfg: EvalPipelineConfig) -> None:
+    """Every output-dir check that writes nothing: the command line calls it before torch or a
+    simulator loads, so a wrong --output_dir is answered at once (the run repeats it, locked)."""
     out = Path(cfg.output_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--output_dir={out}: is a file; give a directory")
     if cfg.eval.resume and cfg.overwrite:
         raise ConfigError(
             "--eval.resume=true and --overwrite=true: choose one (continue the run, or replace it)"
         )
+    if not out.is_dir() or not held_results(out) or cfg.overwrite:
+        return
+    refuse_or_clear_results(out, overwrite=False, resume=cfg.eval.resume)
+    differences = config_differences(read_run_config(out, "--eval.resume=true: "), encode_config(cfg))
+    if differences:
+        raise ConfigError(
+            f"--eval.resume=true: {out} was run with different settings ({'; '.join(differences)}); "
+            "use the same settings or another --output_dir"
+        )
+
+
+def prepare_output_dir(cfg: EvalPipelineConfig) -> None:
+    check_output_dir(cfg)
+    out = Path(cfg.output_dir)
     refuse_or_clear_results(out, cfg.overwrite, resume=cfg.eval.resume)
-    current = encode_config(cfg)
-    if cfg.eval.resume and held_results(out):
-        differences = config_differences(read_run_config(out, "--eval.resume=true: "), current)
-        if differences:
-            raise ConfigError(
-                f"--eval.resume=true: {out} was run with different settings ({'; '.join(differences)}); "
-                "use the same settings or another --output_dir"
-            )
-    write_json_atomic(current, out / RUN_CONFIG_FILENAME)
+    write_json_atomic(encode_config(cfg), out / RUN_CONFIG_FILENAME)
 
 
 def read_run_config(run_dir: Path, prefix: str = "") -> dict[str, Any]:

@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lerobot.utils.signals import Interrupted
 
     try:
+        from lerobot.evaluation.resume import check_output_dir  # no torch, no simulator
+
+        check_output_dir(cfg)
         run = run_evaluation(cfg)
     except (ConfigError, ResultsWriteError) as exc:
         sys.stderr.write(f"{exc}\n")
