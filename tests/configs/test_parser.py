@@ -103,6 +103,27 @@ def test_bad_flags_fail_in_one_line_without_internal_names(argv, message):
     assert "\n" not in text and "<class" not in text and "EvalPipelineConfig" not in text
 
 
+@pytest.mark.parametrize(
+    ("argv", "suggestion"),
+    [
+        # The spelling of LeRobot's key: the key it shortens is named.
+        (
+            ["--policy.type=pi05", "--env.type=libero", "--policy.compile=true"],
+            "(did you mean --policy.compile_mode or --policy.compile_model?)",
+        ),
+        (
+            [*BASE, "--eval.n_epsiodes=3", "--seedd=1"],
+            "(did you mean --eval.n_episodes or --seed?)",
+        ),
+        ([*BASE, "--nothing_like_it=1"], "unrecognized arguments: --nothing_like_it=1"),
+    ],
+)
+def test_unknown_flags_name_the_closest_real_ones(argv, suggestion):
+    with pytest.raises(CliError) as err:
+        parse_config(EvalPipelineConfig, argv)
+    assert str(err.value).endswith(suggestion) and "\n" not in str(err.value)
+
+
 def test_a_single_camera_name_needs_no_list_syntax():
     cfg = parse_config(EvalPipelineConfig, [*BASE, "--env.camera_names=corner2"])
     assert cfg.env.camera_names == ["corner2"]

@@ -28,14 +28,19 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 LIBERO_CAMERAS = {"agentview_image": "camera1", "robot0_eye_in_hand_image": "camera2"}
 
 
-def materialize(name: str, destination: Path) -> Path:
-    """Fixture `name` as a checkpoint directory whose VLM paths are absolute."""
+def materialize(name: str, destination: Path, placeholders: dict[str, Path] | None = None) -> Path:
+    """Fixture `name` as a checkpoint directory whose VLM (or tokenizer: `placeholders`) paths
+    are absolute."""
+    placeholders = placeholders if placeholders is not None else {VLM_PLACEHOLDER: VLM_DIR}
     destination.mkdir(parents=True, exist_ok=True)
     for path in (FIXTURES / name).iterdir():
         if path.name == "expected.safetensors":
             continue
         if path.suffix == ".json":
-            (destination / path.name).write_text(path.read_text().replace(VLM_PLACEHOLDER, str(VLM_DIR)))
+            text = path.read_text()
+            for placeholder, directory in placeholders.items():
+                text = text.replace(placeholder, str(directory))
+            (destination / path.name).write_text(text)
         else:
             shutil.copy(path, destination / path.name)
     return destination

@@ -188,9 +188,10 @@ def bad_checkpoints(root: Path) -> dict[str, tuple[list[str], str]]:
             [f"--policy.path={checkpoint('fieldtype', json.dumps({**config, 'chunk_size': 'ten'}))}"],
             "--policy.chunk_size=ten: expected a value of type int (the value comes from config.json of --policy.path=",
         ),
-        "pi0": (
-            [f"--policy.path={checkpoint('pi0', json.dumps({'type': 'pi0'}))}"],
-            "policy type 'pi0' is not yet supported; this build loads act, diffusion, smolvla (not yet: pi0, pi05",
+        "pi0_fast": (
+            [f"--policy.path={checkpoint('pi0_fast', json.dumps({'type': 'pi0_fast'}))}"],
+            "policy type 'pi0_fast' is not yet supported; this build loads act, diffusion, pi0, pi05, smolvla "
+            "(not yet: pi0_fast,",
         ),
         "smolvla override": (
             [f"--policy.path={materialize_smolvla('smolvla', root / 'smolvla')}", "--policy.use_cache=false"],

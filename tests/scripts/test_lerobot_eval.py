@@ -138,8 +138,8 @@ BAD_INPUTS = {
         "--eval.batch_size=-2: must be 0 (auto) or a positive integer",
     ),
     "unknown policy": (
-        ["--env.type=metaworld", "--policy.type=pi0"],
-        "--policy.type: invalid choice: 'pi0' (choose from",
+        ["--env.type=metaworld", "--policy.type=pi0_fast"],
+        "--policy.type: invalid choice: 'pi0_fast' (choose from",
     ),
     "missing policy": (["--env.type=metaworld"], "--policy.type: required; choose one of"),
     "unknown log level": (

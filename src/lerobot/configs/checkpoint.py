@@ -34,7 +34,7 @@ HUB_PATTERNS = ["*.json", "*.safetensors"]
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LEGACY_NORM_PREFIXES = ("normalize_inputs.", "normalize_targets.", "unnormalize_outputs.")
 # LeRobot policy types this build knows of but cannot run yet.
-NOT_YET_SUPPORTED = ("pi0", "pi05", "pi0_fast", "groot", "xvla", "wall_x", "tdmpc", "vqbet", "sac")
+NOT_YET_SUPPORTED = ("pi0_fast", "groot", "xvla", "wall_x", "tdmpc", "vqbet", "sac")
 
 
 class CheckpointError(ConfigError):

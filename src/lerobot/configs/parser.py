@@ -14,6 +14,7 @@ imports a plugin package before parsing, as LeRobot does; `wrap` is LeRobot's de
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import importlib
 import inspect
@@ -282,5 +283,21 @@ def _last_argparse_error(text: str, prog: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     for line in reversed(lines):
         if ": error: " in line:
-            return f"{prog}: error: {line.split(': error: ', 1)[1]}"
+            error = line.split(": error: ", 1)[1]
+            return f"{prog}: error: {error}{_suggest_flags(error, text)}"
     return lines[-1] if lines else f"{prog}: invalid arguments"
+
+
+def _suggest_flags(error: str, usage: str) -> str:
+    """' (did you mean ...?)' for unrecognized flags close to a real one in argparse's usage:
+    a misspelling, or a shortened key (`--policy.compile` for LeRobot's `compile_model`)."""
+    if not error.startswith("unrecognized arguments: "):
+        return ""
+    known = sorted(set(re.findall(r"--[\w.]+", usage.split(": error: ", 1)[0])))
+    suggestions: list[str] = []
+    for given in re.findall(r"(--[\w.]+)", error.removeprefix("unrecognized arguments: ")):
+        extended = [flag for flag in known if flag.startswith(f"{given}_")]
+        for flag in extended or difflib.get_close_matches(given, known, n=1, cutoff=0.8):
+            if flag not in suggestions:
+                suggestions.append(flag)
+    return f" (did you mean {' or '.join(suggestions[:3])}?)" if suggestions else ""

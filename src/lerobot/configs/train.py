@@ -45,7 +45,7 @@ class TrainPipelineConfig:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     """The demonstrations: `--dataset.root=<dir>` and optionally `--dataset.episodes=[0,1]`."""
     policy: PreTrainedConfig | None = None
-    """What to train: `--policy.type=act|diffusion|smolvla` and its settings (`--policy.dim_model=...`),
+    """What to train: `--policy.type=act|diffusion|smolvla|pi0|pi05` and its settings (`--policy.dim_model=...`),
     or a checkpoint to fine-tune (`--policy.path=...`)."""
     env: EnvConfig | None = None
     """Where to evaluate during training (`--env.type=metaworld --env.task=reach-v3`); none: no eval."""
@@ -88,7 +88,9 @@ class TrainPipelineConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, CheckpointPolicyConfig):
-            raise ConfigError("--policy.type: required; lerobot-train trains act, diffusion or smolvla")
+            raise ConfigError(
+                "--policy.type: required; lerobot-train trains act, diffusion, smolvla, pi0 or pi05"
+            )
         if self.dataset.root is None and self.dataset.repo_id is None:
             raise ConfigError(
                 "--dataset.root: required (or --dataset.repo_id); a dataset written by lerobot-record-sim"

@@ -11,6 +11,8 @@ from lerobot.policies import (  # noqa: F401  (register --policy.type values)
     aloha_scripted,
     diffusion,
     metaworld_expert,
+    pi0,
+    pi05,
     random,
     smolvla,
     websocket,

@@ -1,9 +1,11 @@
-"""Instruction steps of a policy preprocessor: end the task with a newline, tokenise it.
+"""Instruction steps of a policy preprocessor: end the task with a newline, write π0.5's
+prompt, tokenise it.
 
-Language-conditioned checkpoints (SmolVLA) save these steps in policy_preprocessor.json, under
-LeRobot's registry names and settings:
+Language-conditioned checkpoints (SmolVLA, π0, π0.5) save these steps in
+policy_preprocessor.json, under LeRobot's registry names and settings:
 
-    {"registry_name": "smolvla_new_line_processor", "config": {}}
+    {"registry_name": "smolvla_new_line_processor", "config": {}}       (π0: pi0_new_line_processor)
+    {"registry_name": "pi05_prepare_state_tokenizer_processor_step", "config": {}}
     {"registry_name": "tokenizer_processor", "config": {"tokenizer_name": ..., "max_length": 48,
         "task_key": "task", "padding_side": "right", "padding": "max_length", "truncation": true}}
 
@@ -11,7 +13,8 @@ Each step reads and returns a batch dict; the tokenizer adds `observation.langua
 (int64, B x L) and `observation.language.attention_mask` (bool, B x L) on the batch's device.
 The tokenizer is transformers' `AutoTokenizer` for the named directory or hub repo, so the
 token ids are exactly those LeRobot's step computes; transformers is imported only when such a
-step is built.
+step is built. π0.5's prompt step reads the *normalised* state: it and the steps after it run
+after the normaliser (`runs_on_normalized_state`), as in LeRobot's saved pipeline.
 """
 
 from __future__ import annotations
@@ -21,12 +24,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
-from lerobot.utils.constants import OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS, TASK
+from lerobot.utils.constants import OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS, OBS_STATE, TASK
 
 NEWLINE_STEP = "smolvla_new_line_processor"
+NEWLINE_STEPS = (NEWLINE_STEP, "pi0_new_line_processor")
+STATE_PROMPT_STEP = "pi05_prepare_state_tokenizer_processor_step"
 TOKENIZER_STEP = "tokenizer_processor"
+STATE_BINS = 256
+"""π0.5 writes each normalised state entry as its bin among 256 equal bins of [-1, 1]."""
 PADDINGS = ("longest", "max_length", "do_not_pad")
 PADDING_SIDES = ("left", "right")
 CACHED_BATCHES = 64
@@ -38,10 +46,11 @@ class TaskStepError(ValueError):
 
 @dataclass(frozen=True)
 class NewlineTask:
-    """Ends every instruction with "\\n" (PaliGemma-style prompts, which SmolVLA kept)."""
+    """Ends every instruction with "\\n" (PaliGemma-style prompts: π0, and SmolVLA, which kept them)."""
 
-    registry_name: ClassVar[str] = NEWLINE_STEP
+    runs_on_normalized_state: ClassVar[bool] = False
     task_key: str = TASK
+    registry_name: str = NEWLINE_STEP
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(batch)
@@ -54,6 +63,48 @@ class NewlineTask:
 
     def to_json(self) -> dict[str, Any]:
         return {"registry_name": self.registry_name, "config": {}}
+
+
+@dataclass(frozen=True)
+class StatePromptTask:
+    """π0.5's prompt, "Task: <instruction>, State: <bins>;\\nAction: ", in place of the
+    instruction: underscores and newlines become spaces, and each entry of the normalised state
+    (not padded) is written as its bin index, -1 below -1 and 255 from the last bin up."""
+
+    registry_name: ClassVar[str] = STATE_PROMPT_STEP
+    runs_on_normalized_state: ClassVar[bool] = True
+    task_key: str = TASK
+
+    def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        state = batch.get(OBS_STATE)
+        if not isinstance(state, torch.Tensor):
+            raise ValueError(f"π0.5's prompt needs the state ({OBS_STATE}); the batch has none")
+        bins = state_bins(state[:, -1] if state.ndim > 2 else state)
+        tasks = batch.get(self.task_key)
+        if isinstance(tasks, str):
+            tasks = [tasks] * len(bins)
+        if not isinstance(tasks, list | tuple) or len(tasks) != len(bins):
+            raise ValueError(
+                f"π0.5's prompt needs one instruction per row under {self.task_key!r}; the batch has "
+                f"{type(tasks).__name__} for {len(bins)} rows"
+            )
+        out = dict(batch)
+        out[self.task_key] = [_state_prompt(task, row) for task, row in zip(tasks, bins, strict=True)]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"registry_name": self.registry_name, "config": {}}
+
+
+def state_bins(state: torch.Tensor):
+    """(B, D) normalised state -> (B, D) int64 numpy bins, as numpy's digitize puts them."""
+    edges = np.linspace(-1, 1, STATE_BINS + 1)[:-1]
+    return np.digitize(state.detach().cpu().numpy(), bins=edges) - 1
+
+
+def _state_prompt(task: str, bins) -> str:
+    cleaned = task.strip().replace("_", " ").replace("\n", " ")
+    return f"Task: {cleaned}, State: {' '.join(str(b) for b in bins)};\nAction: "
 
 
 @dataclass(frozen=True)
@@ -85,14 +136,15 @@ class TaskTokenizer:
     tokenised again (an episode repeats its instruction every step)."""
 
     registry_name: ClassVar[str] = TOKENIZER_STEP
+    runs_on_normalized_state: ClassVar[bool] = False
 
     def __init__(self, settings: TokenizerSettings):
         from transformers import AutoTokenizer
 
-        from lerobot.configs.vlm_files import resolve_vlm_dir
+        from lerobot.configs.vlm_files import resolve_tokenizer_dir
 
         self.settings = settings
-        self.tokenizer = AutoTokenizer.from_pretrained(resolve_vlm_dir(settings.tokenizer_name))
+        self.tokenizer = AutoTokenizer.from_pretrained(resolve_tokenizer_dir(settings.tokenizer_name))
         self._cache: OrderedDict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,11 +189,13 @@ class TaskTokenizer:
         return {"registry_name": self.registry_name, "config": asdict(self.settings)}
 
 
-def task_step_from_json(step: Mapping[str, Any]) -> NewlineTask | TaskTokenizer:
+def task_step_from_json(step: Mapping[str, Any]) -> NewlineTask | StatePromptTask | TaskTokenizer:
     """The step a saved pipeline entry describes (its registry name is one of TASK_STEP_NAMES)."""
     name, config = step.get("registry_name"), dict(step.get("config") or {})
-    if name == NEWLINE_STEP:
-        return NewlineTask()
+    if name in NEWLINE_STEPS:
+        return NewlineTask(registry_name=name)
+    if name == STATE_PROMPT_STEP:
+        return StatePromptTask(task_key=config.get("task_key", TASK))
     if "tokenizer_name" not in config:
         raise TaskStepError(
             "tokenizer_processor: saved without tokenizer_name (it was given a tokenizer object); "
@@ -151,7 +205,16 @@ def task_step_from_json(step: Mapping[str, Any]) -> NewlineTask | TaskTokenizer:
     return TaskTokenizer(TokenizerSettings(**known))
 
 
-TASK_STEP_NAMES = (NEWLINE_STEP, TOKENIZER_STEP)
+TASK_STEP_NAMES = (*NEWLINE_STEPS, STATE_PROMPT_STEP, TOKENIZER_STEP)
+
+
+def split_at_normalizer(steps: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """(steps before the normaliser, steps after it): from the first step that reads the
+    normalised state on, every step runs after normalisation, in the saved order."""
+    for index, step in enumerate(steps):
+        if getattr(step, "runs_on_normalized_state", False):
+            return list(steps[:index]), list(steps[index:])
+    return list(steps), []
 
 
 def _batch_device(batch: Mapping[str, Any]) -> torch.device:

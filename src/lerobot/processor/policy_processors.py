@@ -8,8 +8,10 @@ They are built from the files saved next to the checkpoint, in either layout:
 
 Of the saved pipeline steps, renaming is done by the rollout (`--rename_map`), batching and
 device placement need no step here, the normalizers are rebuilt, and so are the instruction
-steps of language-conditioned policies (newline, tokenizer: see lerobot.processor.language);
-any other step means a policy this build cannot evaluate faithfully, and is refused.
+steps of language-conditioned policies (newline, π0.5's state prompt, tokenizer: see
+lerobot.processor.language); LeRobot's relative/absolute action steps pass when disabled (as
+LeRobot 0.6.1 saves them for π0 and π0.5); any other step means a policy this build cannot
+evaluate faithfully, and is refused.
 """
 
 from __future__ import annotations
@@ -35,13 +37,20 @@ from lerobot.configs.checkpoint import (
 )
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
-from lerobot.processor.language import TASK_STEP_NAMES, TaskStepError, task_step_from_json
+from lerobot.processor.language import (
+    TASK_STEP_NAMES,
+    TaskStepError,
+    split_at_normalizer,
+    task_step_from_json,
+)
 from lerobot.processor.normalize import Normalizer
 from lerobot.utils.device import resolve_device
 
 logger = logging.getLogger(__name__)
 
 PASS_THROUGH_STEPS = {"rename_observations_processor", "to_batch_processor", "device_processor"}
+DISABLED_STEPS = {"relative_actions_processor", "absolute_actions_processor"}
+"""Steps that change nothing while their config says `"enabled": false`."""
 
 
 class PolicyPreprocessor:
@@ -71,14 +80,28 @@ class PolicyPreprocessor:
         """The instruction steps of language-conditioned policies (newline, tokenizer)."""
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        """LeRobot's order: rename, blank cameras, instruction steps, device, normalise; or, when
+        a step reads the normalised state (π0.5), normalise before it and move to the device last."""
         if self.rename_map:
             batch = {self.rename_map.get(key, key): value for key, value in batch.items()}
         batch = self.add_blank_cameras(batch)
-        for step in self.task_steps:
+        before, after = split_at_normalizer(self.task_steps)
+        for step in before:
             batch = step(batch)
-        if self.device is not None:
-            batch = {k: v.to(self.device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+        if after:
+            batch = self.normalize(batch)
+            for step in after:
+                batch = step(batch)
+            return self.to_device(batch)
+        return self.normalize(self.to_device(batch))
+
+    def normalize(self, batch: dict[str, Any]) -> dict[str, Any]:
         return self.normalizer.normalize(batch) if self.normalizer is not None else batch
+
+    def to_device(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self.device is None:
+            return batch
+        return {k: v.to(self.device) if isinstance(v, Tensor) else v for k, v in batch.items()}
 
     def reset(self) -> None:
         """LeRobot's pipelines reset stateful steps between episodes; these steps keep no state."""
@@ -253,6 +276,8 @@ def read_pipeline_normalizer(directory: Path, filename: str, step_name: str) -> 
         name = step.get("registry_name") or step.get("class", "?")
         if name == step_name:
             found = step
+        elif name in DISABLED_STEPS:
+            _check_disabled(directory, filename, name, step)
         elif name not in PASS_THROUGH_STEPS | set(TASK_STEP_NAMES):
             runs = sorted(PASS_THROUGH_STEPS | set(TASK_STEP_NAMES) | {step_name})
             raise CheckpointError(
@@ -263,6 +288,14 @@ def read_pipeline_normalizer(directory: Path, filename: str, step_name: str) -> 
     if found is None:
         raise CheckpointError(f"--policy.path={directory}: {filename} has no {step_name} step")
     return _normalizer_from_step(directory, filename, found)
+
+
+def _check_disabled(directory: Path, filename: str, name: str, step: Mapping[str, Any]) -> None:
+    if step.get("config", {}).get("enabled", False):
+        raise CheckpointError(
+            f"--policy.path={directory}: {filename} enables {name!r} (actions relative to the state), "
+            "which this build does not support"
+        )
 
 
 def _normalizer_from_step(directory: Path, filename: str, step: Mapping[str, Any]) -> Normalizer:

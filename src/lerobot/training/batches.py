@@ -18,6 +18,7 @@ from torch import Tensor
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.datasets.reader import EpisodeFrames
+from lerobot.datasets.stats import QUANTILES, aggregate, vector_stats
 from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_STATE, TASK
 
 VECTOR_TYPES = {OBS_STATE: FeatureType.STATE, OBS_ENV_STATE: FeatureType.ENV}
@@ -114,17 +115,28 @@ class WindowSampler:
 
 
 def compute_stats(frames: EpisodeFrames, max_image_frames: int = 500) -> dict[str, dict[str, Tensor]]:
-    """Normalisation statistics of the training episodes: per dimension for vectors, per
-    channel (shape (3, 1, 1)) for images in [0, 1] from at most `max_image_frames` frames."""
+    """Normalisation statistics of the training episodes: per dimension for vectors (with the
+    quantiles π0.5 normalises by, averaged over episodes as LeRobot's dataset statistics are),
+    per channel (shape (3, 1, 1)) for images in [0, 1] from at most `max_image_frames` frames."""
     stats: dict[str, dict[str, Tensor]] = {}
     for key, values in frames.vectors.items():
         v = torch.from_numpy(values).double()
-        stats[key] = _summary(v, dim=0)
+        stats[key] = _summary(v, dim=0) | _episode_quantiles(frames, values)
     for key in frames.images:
         rows = np.arange(0, frames.n_frames, max(1, frames.n_frames // max_image_frames))
         pixels = torch.from_numpy(frames.camera_frames(key, rows)).double().div(255.0).reshape(-1, 3)
         stats[key] = {name: t.reshape(3, 1, 1) for name, t in _summary(pixels, dim=0).items()}
     return stats
+
+
+def _episode_quantiles(frames: EpisodeFrames, values: np.ndarray) -> dict[str, Tensor]:
+    per_episode = [
+        vector_stats(values[start : start + length])
+        for start, length in zip(frames.episode_starts, frames.episode_lengths, strict=True)
+    ]
+    combined = aggregate(per_episode)
+    shape = values.shape[1:]
+    return {name: torch.from_numpy(combined[name]).float().reshape(shape) for name in QUANTILES}
 
 
 def _summary(values: Tensor, dim: int) -> dict[str, Tensor]:

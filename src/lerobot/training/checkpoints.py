@@ -27,6 +27,7 @@ from torch import Tensor
 from lerobot.configs.checkpoint import CONFIG_FILE, POSTPROCESSOR_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.types import PolicyFeature
+from lerobot.processor.language import split_at_normalizer
 from lerobot.utils.constants import ACTION
 
 logger = logging.getLogger(__name__)
@@ -75,8 +76,9 @@ def save_pretrained(
     task_steps: Sequence[Any] = (),
 ) -> None:
     """config.json, model.safetensors and the processor pipelines, in LeRobot's step order
-    (rename, batch, instruction steps, device, normaliser); statistics files are named by
-    their step's index, as LeRobot names them."""
+    (rename, batch, instruction steps, device, normaliser; π0.5: rename, batch, normaliser,
+    prompt and tokenizer, device); statistics files are named by their step's index, as
+    LeRobot names them."""
     directory.mkdir(parents=True, exist_ok=True)
     cfg: CheckpointPolicyConfig = policy.config
     (directory / CONFIG_FILE).write_text(json.dumps(encode_policy_config(cfg), indent=4))
@@ -84,14 +86,19 @@ def save_pretrained(
     flat = {f"{key}.{name}": t.cpu().contiguous() for key, s in stats.items() for name, t in s.items()}
     norm_map = {kind: str(mode) for kind, mode in cfg.normalization_mapping.items()}
     features = {**cfg.input_features, **cfg.output_features}
+    before, after = split_at_normalizer(task_steps)
+    device_step = {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}}
     steps = [
         {"registry_name": "rename_observations_processor", "config": {"rename_map": {}}},
         {"registry_name": "to_batch_processor", "config": {}},
-        *(step.to_json() for step in task_steps),
-        {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}},
+        *(step.to_json() for step in before),
     ]
+    if not after:
+        steps.append(device_step)
     stats_file = f"policy_preprocessor_step_{len(steps)}_normalizer_processor.safetensors"
     steps.append(_normalizer_step("normalizer_processor", features, norm_map, stats_file))
+    if after:
+        steps += [*(step.to_json() for step in after), device_step]
     save_file(flat, directory / stats_file)
     save_file({k: v for k, v in flat.items() if k.startswith(ACTION + ".")}, directory / POSTPROCESSOR_STATS)
     preprocessor = {"name": "policy_preprocessor", "steps": steps}

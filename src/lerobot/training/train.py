@@ -333,12 +333,13 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
 def log_step(
     step: int,
     loss: float,
-    info: dict[str, float],
+    info: dict[str, Any],
     lr: float,
     samples_per_s: float,
     wandb_run: Any,
     grad_norm: float,
 ) -> None:
+    info = {k: v for k, v in info.items() if isinstance(v, int | float)}  # π's loss_per_dim is a list
     details = " ".join(f"{k}={v:.4f}" for k, v in info.items())
     logger.info(
         "step %d: loss=%.4f %s grad_norm=%.3f lr=%.2e %.1f samples/s",

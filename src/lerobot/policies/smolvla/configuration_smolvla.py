@@ -7,7 +7,6 @@ Importing this module must stay cheap: it registers `--policy.type=smolvla` when
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -16,6 +15,7 @@ from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.schedules import cosine_decay_with_warmup
 
 logger = logging.getLogger(__name__)
 
@@ -262,20 +262,15 @@ class SmolVLAConfig(CheckpointPolicyConfig):
         return [NewlineTask(), TaskTokenizer(settings)]
 
     def lr_factor(self, step: int, total_steps: int) -> float:
-        """LeRobot's cosine-with-warm-up schedule for SmolVLA, as a factor of optimizer_lr.
-
-        When training is shorter than scheduler_decay_steps, warm-up and decay are scaled to
-        fit `total_steps`, as LeRobot's CosineDecayWithWarmupSchedulerConfig does.
-        """
-        warmup, decay = self.scheduler_warmup_steps, self.scheduler_decay_steps
-        if total_steps < decay:
-            warmup, decay = int(warmup * total_steps / decay), total_steps
-        if step < warmup:
-            start = 1 / (warmup + 1)
-            return start if step <= 0 else (start - 1) * (1 - step / warmup) + 1
-        alpha = self.scheduler_decay_lr / self.optimizer_lr
-        cosine = 0.5 * (1 + math.cos(math.pi * min(step, decay) / decay))
-        return (1 - alpha) * cosine + alpha
+        """LeRobot's cosine-with-warm-up preset for this policy, as a factor of optimizer_lr."""
+        return cosine_decay_with_warmup(
+            step,
+            total_steps,
+            warmup_steps=self.scheduler_warmup_steps,
+            decay_steps=self.scheduler_decay_steps,
+            peak_lr=self.optimizer_lr,
+            decay_lr=self.scheduler_decay_lr,
+        )
 
 
 def _is_empty_camera(key: str) -> bool:

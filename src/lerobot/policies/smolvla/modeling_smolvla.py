@@ -35,6 +35,15 @@ import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
+from lerobot.policies.flow_matching import (
+    RowNoise,
+    euler_integrate,
+    make_att_2d_masks,
+    pad_vector,
+    sample_noise,
+    sample_time,
+    sinusoidal_time_embedding,
+)
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
@@ -68,7 +77,7 @@ class SmolVLAPolicy(PreTrainedPolicy):
         if config.load_vlm_weights if vlm_weights is None else vlm_weights:
             self.model.load_pretrained_vlm()
         self._queue = RowActionQueue()
-        self._generators: dict[int, torch.Generator] = {}
+        self._noise = RowNoise()
 
     @classmethod
     def from_pretrained(
@@ -88,14 +97,7 @@ class SmolVLAPolicy(PreTrainedPolicy):
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Forget the queued actions of `env_ids` (all rows when None); reseed their noise."""
         self._queue.reset(env_ids)
-        if env_ids is None:
-            self._generators.clear()
-            return
-        for row, seed in zip(env_ids, seeds if seeds is not None else [None] * len(env_ids), strict=True):
-            if seed is None:
-                self._generators.pop(row, None)
-            else:
-                self._generators[row] = torch.Generator().manual_seed(int(seed))
+        self._noise.reset(env_ids, seeds)
 
     def get_optim_params(self):
         return [p for p in self.parameters() if p.requires_grad]
@@ -207,20 +209,8 @@ class SmolVLAPolicy(PreTrainedPolicy):
         return images, masks
 
     def _draw_noise(self, rows: Sequence[int], batch: dict[str, Tensor]) -> Tensor | None:
-        """Noise for `rows`: seeded rows from their own generator, on the CPU; None (torch's
-        global generator, on the device) when no row is seeded."""
-        if not any(row in self._generators for row in rows):
-            return None
-        device = batch[OBS_STATE].device
-        shape = (1, self.config.chunk_size, self.config.max_action_dim)
-        parts = []
-        for row in rows:
-            generator = self._generators.get(row)
-            if generator is None:
-                parts.append(torch.normal(0.0, 1.0, size=shape, dtype=torch.float32, device=device))
-            else:
-                parts.append(torch.normal(0.0, 1.0, size=shape, generator=generator).to(device))
-        return torch.cat(parts)
+        shape = (self.config.chunk_size, self.config.max_action_dim)
+        return self._noise.draw(rows, shape, batch[OBS_STATE].device)
 
 
 class VLAFlowMatching(nn.Module):
@@ -302,12 +292,9 @@ class VLAFlowMatching(nn.Module):
         cache = self.vlm_with_expert.fill_prefix_cache(
             prefix, make_att_2d_masks(prefix_pad, prefix_att), torch.cumsum(prefix_pad, dim=1) - 1
         )
-        dt = -1.0 / self.config.num_steps
-        x_t = noise
-        for step in range(self.config.num_steps):
-            time = torch.tensor(1.0 + step * dt, dtype=torch.float32, device=device).expand(n_rows)
-            x_t = x_t + dt * self.denoise_step(x_t, time, cache, prefix_pad)
-        return x_t
+        return euler_integrate(
+            lambda x_t, time: self.denoise_step(x_t, time, cache, prefix_pad), noise, self.config.num_steps
+        )
 
     def denoise_step(self, x_t: Tensor, time: Tensor, cache, prefix_pad: Tensor) -> Tensor:
         """The expert's velocity at (x_t, time), attending to the cached prefix."""
@@ -432,47 +419,6 @@ class VLAFlowMatching(nn.Module):
         pad = torch.ones(n_rows, n_tokens, dtype=torch.bool, device=fused.device)
         blocks = torch.ones(n_rows, self.config.chunk_size, dtype=torch.bool, device=fused.device)
         return fused, pad, blocks
-
-
-def sample_noise(shape: Sequence[int], device: torch.device) -> Tensor:
-    """Standard normal float32 noise from torch's global generator (LeRobot's draw)."""
-    return torch.normal(mean=0.0, std=1.0, size=tuple(shape), dtype=torch.float32, device=device)
-
-
-def sample_time(n_rows: int, device: torch.device) -> Tensor:
-    """Flow-matching times Beta(1.5, 1) * 0.999 + 0.001, drawn on the CPU (as LeRobot does)."""
-    beta = torch.distributions.Beta(
-        torch.tensor(1.5, dtype=torch.float32), torch.tensor(1.0, dtype=torch.float32)
-    )
-    return (beta.sample((n_rows,)).to(device) * 0.999 + 0.001).to(dtype=torch.float32, device=device)
-
-
-def sinusoidal_time_embedding(time: Tensor, dimension: int, min_period: float, max_period: float) -> Tensor:
-    """(B,) times -> (B, dimension): [sin, cos] at periods min..max geometrically spaced, in
-    float64 (float32 on mps, which has no float64)."""
-    if dimension % 2:
-        raise ValueError(f"the time embedding width must be even, got {dimension}")
-    dtype = torch.float32 if time.device.type == "mps" else torch.float64
-    fraction = torch.linspace(0.0, 1.0, dimension // 2, dtype=dtype, device=time.device)
-    period = min_period * (max_period / min_period) ** fraction
-    angles = (1.0 / period * 2 * math.pi)[None, :] * time[:, None]
-    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
-
-
-def make_att_2d_masks(pad_masks: Tensor, block_starts: Tensor) -> Tensor:
-    """(B, L, L) which token may attend to which: real tokens of its own block or earlier ones
-    (a block starts at each 1 in `block_starts`)."""
-    cumsum = torch.cumsum(block_starts, dim=1)
-    visible = cumsum[:, None, :] <= cumsum[:, :, None]
-    both_real = pad_masks[:, None, :] * pad_masks[:, :, None]
-    return visible & both_real
-
-
-def pad_vector(vector: Tensor, length: int) -> Tensor:
-    """Zero-pad the last dimension to `length` (longer vectors are returned unchanged)."""
-    if vector.shape[-1] >= length:
-        return vector
-    return F.pad(vector, (0, length - vector.shape[-1]))
 
 
 def pad_tensor(tensor: Tensor, length: int) -> Tensor:
