@@ -194,6 +194,11 @@ def main() -> int:
     parser.add_argument(
         "--lerobot-python", help="with --act: the python of a scratch venv with lerobot==0.6.1"
     )
+    parser.add_argument(
+        "--before-src",
+        type=Path,
+        help="with --act: a src/ folder (e.g. an older commit's) for the before-* runs",
+    )
     parser.add_argument("--chunk-size", type=int, default=10, help="with --act")
     parser.add_argument("--n-action-steps", type=int, default=10, help="with --act")
     parser.add_argument(

@@ -32,7 +32,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = ("raw", "ours-b1", "ours-b1-video", "lerobot-b1", "ours-b2", "ours-b2-video", "lerobot-b2")
+CASES = (
+    "raw",
+    "ours-b1",
+    "ours-b1-video",
+    "lerobot-b1",
+    "ours-b2",
+    "ours-b2-video",
+    "lerobot-b2",
+    "before-b1",
+    "before-b2",
+)
+"""`before-*`: our lerobot-eval from another source tree (`--before-src`), e.g. an older commit."""
 IMAGE_SIZE = 480
 STATE_DIM = ACTION_DIM = 4
 LEROBOT_EPISODE_LENGTH = 500
@@ -60,9 +71,10 @@ except SystemExit as exit_:
     if exit_.code not in (None, 0):
         raise
 finally:
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(os.environ["THROUGHPUT_RUSAGE"], "w") as f:
-        json.dump({"main_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                   "largest_child_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}, f)
+        json.dump({"main_mb": me.ru_maxrss / 1024, "largest_child_mb": children.ru_maxrss / 1024,
+                   "cpu_s": me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime}, f)
 """
 
 
@@ -197,14 +209,26 @@ def run_raw_loop(args: argparse.Namespace) -> dict:
         "torch_threads": torch.get_num_threads(),
         "main_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "largest_child_mb": 0.0,
+        "cpu_s": cpu_seconds(),
     }
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its waited-for children, imports included:
+    unlike wall time, it hardly moves with what else the machine runs."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
 # --- the CLI runs ------------------------------------------------------------------------
-def run_cli(python: str, module: str, flags: list[str], out: Path, env_steps: int) -> dict:
+def run_cli(
+    python: str, module: str, flags: list[str], out: Path, env_steps: int, pythonpath: str | None = None
+) -> dict:
     """One lerobot-eval process; env-steps/s over the run's own eval_s and over its wall time."""
     rusage = out.with_suffix(".rusage.json")
     env = {**os.environ, "THROUGHPUT_RUSAGE": str(rusage), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     started = time.perf_counter()
     done = subprocess.run(
         [python, "-c", CLI_WRAPPER, module, *flags], env=env, capture_output=True, text=True
@@ -250,7 +274,8 @@ def run_case(case: str, args: argparse.Namespace, checkpoint: Path, out: Path) -
         return run_cli(args.lerobot_python, "lerobot.scripts.lerobot_eval", flags, out, env_steps)
     videos = LEROBOT_VIDEOS if video else 0
     flags = eval_flags(args, checkpoint, out, batch_size, videos=videos)
-    return run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, env_steps)
+    pythonpath = str(args.before_src) if side == "before" else None
+    return run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, env_steps, pythonpath)
 
 
 def load_average() -> str:
@@ -265,6 +290,9 @@ def main(args: argparse.Namespace) -> dict:
     if any(c.startswith("lerobot") for c in cases) and not args.lerobot_python:
         cases = [c for c in cases if not c.startswith("lerobot")]
         print("no --lerobot-python: LeRobot's runs are skipped")
+    if any(c.startswith("before") for c in cases) and not args.before_src:
+        cases = [c for c in cases if not c.startswith("before")]
+        print("no --before-src: the before-* runs are skipped")
     if any(c.startswith("lerobot") for c in cases) and args.episode_length != LEROBOT_EPISODE_LENGTH:
         raise SystemExit(
             f"--episode-length={args.episode_length}: LeRobot's Meta-World episodes always run 500 steps"
@@ -303,7 +331,10 @@ def print_table(best: dict[str, dict]) -> None:
             f"{raw['ms_per_chunk']:.0f} ms per chunk ({raw['torch_threads']} torch threads), "
             f"so {raw['limit_steps_per_s']:.2f} env-steps/s with the policy"
         )
-    print(f"{'case':>14} {'env-steps/s':>12} {'/ raw':>7} {'/ LeRobot':>10} {'main MB':>8} {'child MB':>9}")
+    print(
+        f"{'case':>14} {'env-steps/s':>12} {'/ raw':>7} {'/ LeRobot':>10} {'CPU ms/step':>12} "
+        f"{'main MB':>8} {'child MB':>9}"
+    )
     for case, r in best.items():
         lerobot = (
             best.get(f"lerobot-{case.split('-')[1]}")
@@ -314,7 +345,7 @@ def print_table(best: dict[str, dict]) -> None:
         vs_lerobot = f"x{r['steps_per_s'] / lerobot['steps_per_s']:.2f}" if lerobot else "-"
         print(
             f"{case:>14} {r['steps_per_s']:12.2f} {vs_raw:>7} {vs_lerobot:>10} "
-            f"{r['main_mb']:8.0f} {r['largest_child_mb']:9.0f}"
+            f"{1000 * r['cpu_s'] / r['env_steps']:12.1f} {r['main_mb']:8.0f} {r['largest_child_mb']:9.0f}"
         )
 
 
