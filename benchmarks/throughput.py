@@ -213,9 +213,7 @@ def main() -> int:
     if args.act:
         result = throughput_act.main(args)
         if args.json:
-            args.json.write_text(
-                json.dumps({"args": vars(args) | {"json": str(args.json)}, **result}, indent=2)
-            )
+            args.json.write_text(json.dumps({"args": vars(args), **result}, indent=2, default=str))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.expert and args.inference_ms:
@@ -284,7 +282,7 @@ def main() -> int:
         f"largest worker {result['peak_rss']['largest_child_mb']:.0f} MB"
     )
     if args.json:
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, **result}, indent=2))
+        args.json.write_text(json.dumps({"args": vars(args), **result}, indent=2, default=str))
     return 0
 
 
