@@ -60,10 +60,30 @@ SMALL_DIMS = {
     "latent_dim": 8,
 }
 
-# Runs a console script's module as `__main__` and leaves the process's peak memory behind:
-# the same measurement for our lerobot-eval and LeRobot's, each in its own interpreter.
+# Runs a console script's module as `__main__` and leaves the process's peak memory and CPU
+# time behind: the same measurement for our lerobot-eval and LeRobot's, each in its own
+# interpreter. Workers started through a forkserver are reaped by it, not by us: their CPU
+# time is read from the live descendants' /proc/<pid>/stat (own and reaped children's time).
 CLI_WRAPPER = """
 import json, os, resource, runpy, sys
+
+def descendants_cpu_s():
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(pid)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+    mine, total, grew = {os.getpid()}, 0.0, True
+    while grew:
+        new = {pid for pid, (ppid, _) in parents.items() if ppid in mine and pid not in mine}
+        mine |= new
+        total += sum(parents[pid][1] for pid in new)
+        grew = bool(new)
+    return total / os.sysconf("SC_CLK_TCK")
+
 module, sys.argv = sys.argv[1], sys.argv[1:]
 try:
     runpy.run_module(module, run_name="__main__")
@@ -74,7 +94,8 @@ finally:
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(os.environ["THROUGHPUT_RUSAGE"], "w") as f:
         json.dump({"main_mb": me.ru_maxrss / 1024, "largest_child_mb": children.ru_maxrss / 1024,
-                   "cpu_s": me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime}, f)
+                   "cpu_s": me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+                            + descendants_cpu_s()}, f)
 """
 
 
@@ -315,7 +336,9 @@ def main(args: argparse.Namespace) -> dict:
                 )
                 runs[case].append(result)
                 print(
-                    f"[{repeat}] {case:>14}: {result['steps_per_s']:.2f} env-steps/s  load {before} -> {result['load_after']}",
+                    f"[{repeat}] {case:>14}: {result['steps_per_s']:.2f} env-steps/s, "
+                    f"{1000 * result['cpu_s'] / result['env_steps']:.0f} CPU ms/step  "
+                    f"load {before} -> {result['load_after']}",
                     flush=True,
                 )
     best = {case: max(results, key=lambda r: r["steps_per_s"]) for case, results in runs.items() if results}
