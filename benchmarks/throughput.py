@@ -32,6 +32,8 @@ import numpy as np
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import throughput_act  # noqa: E402  (benchmarks/, next to this script)
+
 import lerobot.envs  # noqa: E402,F401
 import lerobot.policies  # noqa: E402,F401
 from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
@@ -181,11 +183,38 @@ def main() -> int:
     parser.add_argument(
         "--inference-ms", type=float, default=0.0, help="with --expert: sleep this long in every policy call"
     )
+    parser.add_argument(
+        "--act",
+        action="store_true",
+        help="a real ACT checkpoint: raw loop, ours and LeRobot (throughput_act.py)",
+    )
+    parser.add_argument(
+        "--act-cases", default=",".join(throughput_act.CASES), help="with --act: which runs, in order"
+    )
+    parser.add_argument(
+        "--lerobot-python", help="with --act: the python of a scratch venv with lerobot==0.6.1"
+    )
+    parser.add_argument(
+        "--before-src",
+        type=Path,
+        help="with --act: a src/ folder (e.g. an older commit's) for the before-* runs",
+    )
+    parser.add_argument("--chunk-size", type=int, default=10, help="with --act")
+    parser.add_argument("--n-action-steps", type=int, default=10, help="with --act")
+    parser.add_argument(
+        "--small", action="store_true", help="with --act: a tiny transformer (ResNet-18 still)"
+    )
+    parser.add_argument("--seed", type=int, default=1000, help="with --act: episode e starts from seed + e")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("extra", nargs="*", help="more lerobot-eval flags, e.g. --env.camera_names=[corner2]")
     args = parser.parse_args()
 
     print(f"machine: {describe_machine()}")
+    if args.act:
+        result = throughput_act.main(args)
+        if args.json:
+            args.json.write_text(json.dumps({"args": vars(args), **result}, indent=2, default=str))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.expert and args.inference_ms:
             add_inference_latency(args.inference_ms / 1000)
@@ -253,7 +282,7 @@ def main() -> int:
         f"largest worker {result['peak_rss']['largest_child_mb']:.0f} MB"
     )
     if args.json:
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, **result}, indent=2))
+        args.json.write_text(json.dumps({"args": vars(args), **result}, indent=2, default=str))
     return 0
 
 

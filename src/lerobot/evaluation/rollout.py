@@ -331,7 +331,34 @@ class _RolloutLoop:
             self.slots[env_id].video.add(frame)
 
     def _select_actions(self, active: Sequence[int]) -> np.ndarray:
-        """One policy call for every slot; rows of idle slots are computed and ignored."""
+        """One policy call for every slot; rows of idle slots are computed and ignored.
+
+        The batch is built only when the policy reads it (`actions_without_observation`):
+        most steps of a chunking policy pop queued actions, and converting the frames for
+        them would be wasted work.
+        """
+        actions = self._actions_without_observation()
+        batch = self._policy_batch(active) if actions is None else None
+        amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
+        with amp:
+            if actions is None:
+                actions = self.policy.select_action(batch)
+            if self.settings.postprocessor is not None:
+                actions = self.settings.postprocessor(actions)
+        if actions.device.type != "cpu" or actions.dtype != torch.float32:
+            actions = actions.to("cpu", torch.float32)  # the one device-to-host copy per step
+        actions = actions.numpy()
+        self._check_actions(actions, active)
+        return actions
+
+    def _actions_without_observation(self) -> torch.Tensor | None:
+        """The policy's actions if none of them depends on this step's observations; None
+        for policies that cannot tell (LeRobot-style ones wrapped by lerobot_compat)."""
+        ask = getattr(self.policy, "actions_without_observation", None)
+        return ask(len(self.observations)) if ask is not None else None
+
+    def _policy_batch(self, active: Sequence[int]) -> dict[str, Any]:
+        """Every slot's observation as the policy's batch (idle slots repeat an active one's)."""
         if len(active) == len(self.observations):
             stacked = stack_observations(self.observations)
         else:
@@ -342,16 +369,7 @@ class _RolloutLoop:
         batch[ENV_TASK] = self.env_tasks
         if self.settings.preprocessor is not None:
             batch = self.settings.preprocessor(batch)
-        amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
-        with amp:
-            actions = self.policy.select_action(batch)
-            if self.settings.postprocessor is not None:
-                actions = self.settings.postprocessor(actions)
-        if actions.device.type != "cpu" or actions.dtype != torch.float32:
-            actions = actions.to("cpu", torch.float32)  # the one device-to-host copy per step
-        actions = actions.numpy()
-        self._check_actions(actions, active)
-        return actions
+        return batch
 
     def _select_actions_or_fail(self, active: Sequence[int]) -> np.ndarray | None:
         """The actions, or None when the policy raised for some rows: a harness failure (a lost

@@ -36,6 +36,19 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
     def select_action(self, batch: dict[str, torch.Tensor | list[str]]) -> torch.Tensor:
         """One action per row, shape (batch, action_dim)."""
 
+    def actions_without_observation(self, n_rows: int) -> torch.Tensor | None:
+        """The next action of each of `n_rows` rows when no row's action depends on this step's
+        observation (every row is inside an action chunk), taken exactly as `select_action`
+        would take it; None, with nothing changed, when some row reads its observation.
+
+        The rollout asks this first and builds the batch only on None: converting and
+        normalising a 480x480 frame costs milliseconds per step, for a batch that ACT with
+        `n_action_steps=10` ignores nine steps in ten. The default, None, is right for every
+        policy that reads each observation: an observation history (Diffusion's `n_obs_steps`),
+        temporal ensembling, recurrent state, or a policy that reacts at every step.
+        """
+        return None
+
     def save_rows(self, rows: Sequence[int]) -> list[Any]:
         """The state of each of `rows` (queued actions, observation history, generator), to be
         continued later with `restore_rows`, in any batch at any position.

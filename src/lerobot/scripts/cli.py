@@ -14,12 +14,14 @@ from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, HelpRequested, par
 from lerobot.utils.gl import default_mujoco_gl
 from lerobot.utils.import_utils import register_third_party_plugins
 from lerobot.utils.logging_utils import init_logging
+from lerobot.utils.threads import prefer_passive_omp_waits
 
 T = TypeVar("T")
 
 
 def start_cli(config_class: type[T], argv: Sequence[str] | None, prog: str, description: str = "") -> T | int:
-    """Set up logging and headless rendering, load plugins, then parse `argv` into `config_class`.
+    """Set up logging, headless rendering and idle CPU threads that sleep (before torch loads:
+    `lerobot.utils.threads`), load plugins, then parse `argv` into `config_class`.
 
     Returns the config, or the exit code to end with at once: 0 after printing `--help`, 2
     (USAGE_EXIT_CODE) after printing the one-line error of bad input. Logging then follows
@@ -27,6 +29,7 @@ def start_cli(config_class: type[T], argv: Sequence[str] | None, prog: str, desc
     """
     init_logging()
     default_mujoco_gl()
+    prefer_passive_omp_waits()
     register_third_party_plugins()
     try:
         cfg = parse_config(config_class, argv, prog=prog, description=description)

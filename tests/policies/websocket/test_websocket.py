@@ -55,6 +55,12 @@ class RecordingActions:
         self.actions.append(actions.clone())
         return actions
 
+    def actions_without_observation(self, n_rows):
+        actions = self.policy.actions_without_observation(n_rows)
+        if actions is not None:
+            self.actions.append(actions.clone())
+        return actions
+
 
 # -- connecting ---------------------------------------------------------------------------
 

@@ -89,6 +89,13 @@ class ACTPolicy(PreTrainedPolicy):
         images = [batch[key] for key in self.config.image_features]
         return self.model(batch, images)
 
+    def actions_without_observation(self, n_rows: int) -> Tensor | None:
+        """The queued actions while every row is inside its chunk (temporal ensembling reads
+        every observation: never)."""
+        if self._ensembler is not None or self._queue.empty_rows(n_rows):
+            return None
+        return self._queue.pop()
+
     @torch.no_grad()
     def select_action(self, batch: dict[str, Tensor]) -> Tensor:
         if self._ensembler is not None:

@@ -62,8 +62,16 @@ class WebsocketPolicy(PreTrainedPolicy):
         empty = [row for row in range(n_rows) if not self._plans.get(row)]
         if empty:
             self._replan(batch, empty)
-        actions = np.stack([self._plans[row].popleft() for row in range(n_rows)])
-        return torch.from_numpy(actions)
+        return self._pop_plans(n_rows)
+
+    def actions_without_observation(self, n_rows: int) -> torch.Tensor | None:
+        """The planned actions while every row has some left: no request, nothing to send."""
+        if not all(self._plans.get(row) for row in range(n_rows)):
+            return None
+        return self._pop_plans(n_rows)
+
+    def _pop_plans(self, n_rows: int) -> torch.Tensor:
+        return torch.from_numpy(np.stack([self._plans[row].popleft() for row in range(n_rows)]))
 
     def close(self) -> None:
         for connection in self._connections.values():

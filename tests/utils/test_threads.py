@@ -1,0 +1,45 @@
+"""OpenMP's wait policy must be set before torch loads: checked in fresh interpreters."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from lerobot.utils.threads import WAIT_POLICY, prefer_passive_omp_waits
+
+REPORT = "import os, sys; print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules)"
+
+
+def run_python(code: str, **env: str) -> str:
+    environ = {k: v for k, v in os.environ.items() if k != WAIT_POLICY} | env
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_the_cli_start_sets_passive_waits_before_torch_is_imported():
+    code = (
+        "from lerobot.scripts.cli import start_cli; from lerobot.configs.eval import EvalPipelineConfig\n"
+        "start_cli(EvalPipelineConfig, ['--policy.type=random', '--env.type=metaworld', '--env.task=push-v3'], 'x')\n"
+        + REPORT
+    )
+    assert run_python(code) == "PASSIVE False"
+
+
+def test_a_users_setting_is_kept():
+    code = f"from lerobot.utils.threads import prefer_passive_omp_waits as p; print(p()); {REPORT}"
+    assert run_python(code, OMP_WAIT_POLICY="active").splitlines() == ["False", "active False"]
+
+
+def test_after_torch_loaded_nothing_changes(monkeypatch):
+    """libgomp has read the variable by then: setting it would only mislead child processes'
+    readers of the environment into thinking it took effect here."""
+    import torch  # noqa: F401
+
+    monkeypatch.delenv(WAIT_POLICY, raising=False)
+    assert prefer_passive_omp_waits() is False
+    assert WAIT_POLICY not in os.environ
+    monkeypatch.setenv(WAIT_POLICY, "passive")
+    assert prefer_passive_omp_waits() is True
