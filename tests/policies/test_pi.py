@@ -85,6 +85,15 @@ def test_actions_match_lerobot(pi_dirs, name):
     ]
     torch.testing.assert_close(torch.stack(actions), recorded["select_action.seed_99.row_0"], **EXACT)
 
+    loaded.policy.reset(env_ids=[0], seeds=[99])  # the rollout's shortcut inside a chunk
+    actions = []
+    for i in steps:
+        action = loaded.policy.actions_without_observation(1)
+        if action is None:
+            action = loaded.policy.select_action(loaded.pre(raw_step(recorded, meta, i, first_row)))
+        actions.append(loaded.post(action))
+    torch.testing.assert_close(torch.stack(actions), recorded["select_action.seed_99.row_0"], **EXACT)
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_training_loss_and_gradients_match_lerobot(pi_dirs, name):

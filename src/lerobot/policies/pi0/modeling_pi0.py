@@ -95,6 +95,13 @@ class PiFlowPolicy(PreTrainedPolicy):
     def get_optim_params(self):
         return [p for p in self.parameters() if p.requires_grad]
 
+    def actions_without_observation(self, n_rows: int) -> Tensor | None:
+        """The queued actions while every row is inside its chunk (the rollout then builds no
+        batch: three 224 px images and a prompt per row that select_action would not read)."""
+        if self._queue.empty_rows(n_rows):
+            return None
+        return self._queue.pop()
+
     @torch.no_grad()
     def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
         """The next action of every row; rows whose queue ran out sample a chunk together.
