@@ -15,7 +15,7 @@ install:
 
 # All tests, the slow simulator ones included (as CI runs them).
 test:
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2 --dist loadgroup
 
 test-fast:
 	$(VENV)/bin/pytest -q -m "not slow"

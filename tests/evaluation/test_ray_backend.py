@@ -26,6 +26,9 @@ from lerobot.evaluation.runner import run_plan
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
 
+# One Ray instance at a time: with `pytest -n 2` these tests share one xdist worker.
+pytestmark = pytest.mark.xdist_group("ray")
+
 N_EPISODES = 6
 FLAGS = [
     "--policy.type=random",
