@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
-from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
+from lerobot.policies.action_queue import RowActionQueue
 from lerobot.policies.flow_matching import (
     RowNoise,
     euler_integrate,
@@ -41,15 +41,15 @@ from lerobot.policies.flow_matching import (
     sample_time,
     sinusoidal_time_embedding,
 )
+from lerobot.policies.flow_sampling_policy import FlowSamplingPolicy
 from lerobot.policies.pi0.configuration_pi0 import GEMMA_VARIANTS, PI0Config, PiFlowConfig
 from lerobot.policies.pi_gemma import Cache, PaliGemmaWithExpert, additive_mask
-from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.constants import ACTION, OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS, OBS_STATE
 
 logger = logging.getLogger(__name__)
 
 
-class PiFlowPolicy(PreTrainedPolicy):
+class PiFlowPolicy(FlowSamplingPolicy):
     """What the π0 and π0.5 policies share: row queues, image preparation, sampling, the loss.
 
     Executes `n_action_steps` of each sampled chunk per row; a row samples a new chunk when its
@@ -86,35 +86,6 @@ class PiFlowPolicy(PreTrainedPolicy):
         from lerobot.policies.pi0.loading import load_pi_policy
 
         return load_pi_policy(cls, Path(pretrained_name_or_path), config, device)
-
-    def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
-        """Forget the queued actions of `env_ids` (all rows when None); reseed their noise."""
-        self._queue.reset(env_ids)
-        self._noise.reset(env_ids, seeds)
-
-    def get_optim_params(self):
-        return [p for p in self.parameters() if p.requires_grad]
-
-    def actions_without_observation(self, n_rows: int) -> Tensor | None:
-        """The queued actions while every row is inside its chunk (the rollout then builds no
-        batch: three 224 px images and a prompt per row that select_action would not read)."""
-        if self._queue.empty_rows(n_rows):
-            return None
-        return self._queue.pop()
-
-    @torch.no_grad()
-    def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
-        """The next action of every row; rows whose queue ran out sample a chunk together.
-
-        `noise` (B, chunk_size, max_action_dim) fixes the sampling noise of those rows.
-        """
-        n_rows = batch_size(batch)
-        rows = self._queue.empty_rows(n_rows)
-        if rows:
-            rows_noise = noise[rows] if noise is not None else self._draw_noise(rows, batch)
-            chunk = self.predict_action_chunk(select_rows(batch, rows, n_rows), noise=rows_noise)
-            self._queue.fill(rows, chunk[:, : self.config.n_action_steps], n_rows)
-        return self._queue.pop()
 
     @torch.no_grad()
     def predict_action_chunk(

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
-from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
+from lerobot.policies.action_queue import RowActionQueue
 from lerobot.policies.flow_matching import (
     RowNoise,
     euler_integrate,
@@ -44,7 +44,7 @@ from lerobot.policies.flow_matching import (
     sample_time,
     sinusoidal_time_embedding,
 )
-from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.policies.flow_sampling_policy import FlowSamplingPolicy
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
 from lerobot.utils.constants import (
@@ -61,7 +61,7 @@ ALOHA_FLIPPED_JOINTS = (1, 2, 8, 9)
 ALOHA_GRIPPERS = (6, 13)
 
 
-class SmolVLAPolicy(PreTrainedPolicy):
+class SmolVLAPolicy(FlowSamplingPolicy):
     """Executes `n_action_steps` of each sampled chunk per row; a row samples a new chunk when
     its queue is empty, all such rows in one forward pass."""
 
@@ -93,34 +93,6 @@ class SmolVLAPolicy(PreTrainedPolicy):
         from lerobot.policies.smolvla.loading import load_smolvla
 
         return load_smolvla(Path(pretrained_name_or_path), config, device)
-
-    def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
-        """Forget the queued actions of `env_ids` (all rows when None); reseed their noise."""
-        self._queue.reset(env_ids)
-        self._noise.reset(env_ids, seeds)
-
-    def get_optim_params(self):
-        return [p for p in self.parameters() if p.requires_grad]
-
-    def actions_without_observation(self, n_rows: int) -> Tensor | None:
-        """The queued actions while every row is inside its chunk."""
-        if self._queue.empty_rows(n_rows):
-            return None
-        return self._queue.pop()
-
-    @torch.no_grad()
-    def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
-        """The next action of every row; rows whose queue ran out sample a chunk together.
-
-        `noise` (B, chunk_size, max_action_dim) fixes the sampling noise of those rows.
-        """
-        n_rows = batch_size(batch)
-        rows = self._queue.empty_rows(n_rows)
-        if rows:
-            rows_noise = noise[rows] if noise is not None else self._draw_noise(rows, batch)
-            chunk = self.predict_action_chunk(select_rows(batch, rows, n_rows), noise=rows_noise)
-            self._queue.fill(rows, chunk[:, : self.config.n_action_steps], n_rows)
-        return self._queue.pop()
 
     @torch.no_grad()
     def predict_action_chunk(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
