@@ -1,5 +1,5 @@
-"""Requests as the policy servers read them: our batch layout, and openpi's LIBERO layout
-checked against openpi's own image code (`openpi_client.image_tools`)."""
+"""Requests as the policy servers read them: our batch layout, and openpi's LIBERO and ALOHA
+layouts checked against openpi's own image code (`openpi_client.image_tools`)."""
 
 import numpy as np
 import pytest
@@ -9,6 +9,7 @@ from openpi_client import image_tools
 from lerobot.policies.websocket.obs_formats import (
     SESSION_KEY,
     LerobotFormat,
+    OpenpiAlohaFormat,
     OpenpiLiberoFormat,
     RowRequest,
     resize_with_pad,
@@ -87,3 +88,48 @@ def test_openpi_libero_layout_names_the_flags_when_a_camera_is_missing():
     del batch["observation.images.image2"]
     with pytest.raises(ValueError, match="observation.images.image2.*--env.camera_name_mapping"):
         OpenpiLiberoFormat().messages(batch, RowRequest((0,)))
+
+
+def aloha_batch(n_rows: int = 2) -> tuple[dict, dict]:
+    """An ALOHA policy batch as the rollout builds it: the 480x640 top camera, 14 joints."""
+    rng = np.random.default_rng(2)
+    observation = {
+        "pixels": {"top": rng.integers(0, 256, (n_rows, 480, 640, 3), dtype=np.uint8)},
+        "agent_pos": rng.normal(size=(n_rows, 14)).astype(np.float32),
+    }
+    return observation_to_batch(observation), observation
+
+
+def openpi_aloha_observation(top: np.ndarray, agent_pos: np.ndarray) -> dict:
+    """What openpi's ALOHA sim example sends for one gym-aloha observation (its
+    `_convert_observation`, written with openpi-client's image tools)."""
+    image = image_tools.convert_to_uint8(image_tools.resize_with_pad(top, 224, 224))
+    return {"state": agent_pos, "images": {"cam_high": np.transpose(image, (2, 0, 1))}}
+
+
+def test_openpi_aloha_layout_is_openpis_example():
+    batch, observation = aloha_batch(2)
+    [message] = OpenpiAlohaFormat().messages(batch, RowRequest((1,)))
+    expected = openpi_aloha_observation(observation["pixels"]["top"][1], observation["agent_pos"][1])
+    assert set(message) == {"state", "images"} and set(message["images"]) == {"cam_high"}
+    cam_high = message["images"]["cam_high"]
+    assert cam_high.dtype == np.uint8 and cam_high.shape == (3, 224, 224) and cam_high.flags.c_contiguous
+    np.testing.assert_array_equal(cam_high, expected["images"]["cam_high"])
+    np.testing.assert_array_equal(message["state"], expected["state"])
+
+
+def test_openpi_aloha_layout_names_the_flag_when_the_joints_are_missing():
+    batch, _ = aloha_batch(1)
+    del batch["observation.state"]
+    with pytest.raises(
+        ValueError, match=r"openpi_aloha reads observation.state; keep --env.obs_type=pixels_agent_pos"
+    ):
+        OpenpiAlohaFormat().messages(batch, RowRequest((0,)))
+
+
+def test_each_layout_replans_as_its_openpi_client_does():
+    assert (LerobotFormat.replan_steps, OpenpiLiberoFormat.replan_steps, OpenpiAlohaFormat.replan_steps) == (
+        5,
+        5,
+        10,
+    )

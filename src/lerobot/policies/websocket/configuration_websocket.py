@@ -8,11 +8,9 @@ from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
-ObsFormat = Literal["lerobot", "openpi_libero"]
-# The env each openpi layout is made for; "lerobot" sends the batch as the env gives it. The
-# ALOHA layout ("openpi_aloha": `images` with `cam_high` (plus the wrist cameras on the real
-# robot), 14-d `state`) joins here, and in obs_formats.FORMATS, once an ALOHA env exists.
-FORMAT_ENV_TYPES = {"openpi_libero": "libero"}
+ObsFormat = Literal["lerobot", "openpi_libero", "openpi_aloha"]
+# The env each openpi layout is made for; "lerobot" sends the batch as the env gives it.
+FORMAT_ENV_TYPES = {"openpi_libero": "libero", "openpi_aloha": "aloha"}
 
 
 @PreTrainedConfig.register_subclass("websocket")
@@ -36,10 +34,13 @@ class WebsocketConfig(PreTrainedConfig):
     """`lerobot`: the policy batch (our keys, uint8 images), one request per step for all env
     slots, as lerobot-serve-policy reads it. `openpi_libero`: openpi's LIBERO example layout,
     one request per env slot (`observation/image`, `observation/wrist_image` resized with
-    padding to --policy.resize_size, `observation/state` 8-d, `prompt`)."""
-    replan_steps: int = 5
-    """Actions executed from each returned chunk before asking again (openpi's LIBERO client:
-    5). lerobot-serve-policy answers one action per step and keeps chunking itself."""
+    padding to --policy.resize_size, `observation/state` 8-d, `prompt`). `openpi_aloha`:
+    openpi's ALOHA sim example layout, one request per env slot (`images.cam_high`, the top
+    camera resized with padding, channels first; `state` 14-d; no prompt)."""
+    replan_steps: int | None = None
+    """Actions executed from each returned chunk before asking again; unset, the layout's
+    client's own: 5 (openpi's LIBERO client, and `lerobot`), 10 (openpi's ALOHA sim client).
+    lerobot-serve-policy answers one action per step and keeps chunking itself."""
     resize_size: int = 224
     """Image side the openpi layouts resize (with padding) to; openpi's models read 224."""
     connect_timeout_s: float = 10.0
@@ -58,7 +59,7 @@ class WebsocketConfig(PreTrainedConfig):
             )
         if self.port is not None and not 0 < self.port < 65536:
             raise ConfigError(f"--policy.port={self.port}: must be a port number in 1..65535")
-        if self.replan_steps < 1:
+        if self.replan_steps is not None and self.replan_steps < 1:
             raise ConfigError(f"--policy.replan_steps={self.replan_steps}: must be a positive integer")
         if self.resize_size < 1:
             raise ConfigError(f"--policy.resize_size={self.resize_size}: must be a positive integer")

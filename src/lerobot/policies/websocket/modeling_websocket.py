@@ -37,6 +37,7 @@ class WebsocketPolicy(PreTrainedPolicy):
     def __init__(self, config: WebsocketConfig, env_cfg: EnvConfig | None = None):
         super().__init__(config)
         self.format = FORMATS[config.obs_format](config.resize_size)
+        self.replan_steps = config.replan_steps or self.format.replan_steps
         self.action_dim = _action_dim(env_cfg)
         self._connections: dict[int, ServerConnection] = {}
         self._plans: dict[int, deque[np.ndarray]] = {}
@@ -123,7 +124,7 @@ class WebsocketPolicy(PreTrainedPolicy):
             return
         for row, chunk in zip(rows, chunks, strict=True):
             self._check_chunk(chunk)
-            self._plans[row] = deque(chunk[: self.config.replan_steps])
+            self._plans[row] = deque(chunk[: self.replan_steps])
             self._resets.pop(row, None)
 
     def _raise_failures(self, rows: list[int], failures: dict[int, Exception]) -> None:

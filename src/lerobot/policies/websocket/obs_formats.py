@@ -1,11 +1,11 @@
 """What a request holds: the policy batch turned into the messages a policy server reads.
 
-Two layouts exist. `lerobot` sends one request per step for all the rows that need actions,
-our batch keys unchanged except images (uint8 H x W x 3 again, a quarter of the bytes of the
-float batch and exactly the env's pixels), plus a `__lerobot__` map naming the rows and the
-episodes that start at them. `openpi_libero` sends one request per row in the layout of
-openpi's LIBERO example, which its LIBERO checkpoints were trained and served with.
-A new layout (openpi's ALOHA one, once an ALOHA env exists) is one more class in `FORMATS`.
+`lerobot` sends one request per step for all the rows that need actions, our batch keys
+unchanged except images (uint8 H x W x 3 again, a quarter of the bytes of the float batch and
+exactly the env's pixels), plus a `__lerobot__` map naming the rows and the episodes that start
+at them. `openpi_libero` and `openpi_aloha` send one request per row in the layout of openpi's
+LIBERO and ALOHA sim examples, which its checkpoints were trained and served with. A new
+layout is one more class in `FORMATS`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ class LerobotFormat:
     """All rows in one request, under the policy batch's own keys."""
 
     batched: ClassVar[bool] = True
+    replan_steps: ClassVar[int] = 5
+    """Actions taken from each chunk when --policy.replan_steps is not given."""
 
     def __init__(self, resize_size: int = 0):
         del resize_size  # the server's policy reads the env's own image size
@@ -61,40 +63,36 @@ class LerobotFormat:
         return list(actions)
 
 
-class OpenpiLiberoFormat:
-    """openpi's LIBERO example, one request per row.
-
-    Its images are robosuite's, rotated by 180 degrees: exactly our LIBERO env's upright
-    images, so only the resize with padding remains. Its state is the same 8 numbers as ours
-    (end-effector position, axis-angle, gripper fingers); its prompt is the task description.
-    """
+class _OpenpiRowFormat:
+    """One request per row, one (horizon, action_dim) chunk per reply: openpi's servers keep
+    no per-row state, so each env slot is a client of its own."""
 
     batched: ClassVar[bool] = False
-    camera_keys: ClassVar[dict[str, str]] = {
-        "observation/image": f"{OBS_IMAGES}.image",
-        "observation/wrist_image": f"{OBS_IMAGES}.image2",
-    }
+    name: ClassVar[str]
+    required_flags: ClassVar[str]
+    """The flags that give the batch keys this layout reads, for the error when one is missing."""
 
     def __init__(self, resize_size: int = 224):
         self.resize_size = resize_size
 
     def messages(self, batch: Mapping[str, Any], request: RowRequest) -> list[dict[str, Any]]:
-        missing = [key for key in (*self.camera_keys.values(), OBS_STATE) if key not in batch]
+        missing = [key for key in self.batch_keys() if key not in batch]
         if missing:
             raise ConfigError(
-                f"--policy.obs_format=openpi_libero reads {', '.join(missing)}; keep LIBERO's default "
-                "--env.camera_name_mapping and --env.obs_type=pixels_agent_pos"
+                f"--policy.obs_format={self.name} reads {', '.join(missing)}; keep {self.required_flags}"
             )
         return [self._message(batch, row) for row in request.rows]
 
+    def batch_keys(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
     def _message(self, batch: Mapping[str, Any], row: int) -> dict[str, Any]:
-        message: dict[str, Any] = {
-            openpi_key: resize_with_pad(to_uint8_images(batch[key][row : row + 1])[0], self.resize_size)
-            for openpi_key, key in self.camera_keys.items()
-        }
-        message["observation/state"] = batch[OBS_STATE][row].detach().cpu().numpy().astype(np.float32)
-        message["prompt"] = str(batch[TASK][row]) if TASK in batch else ""
-        return message
+        raise NotImplementedError
+
+    def _image(self, batch: Mapping[str, Any], key: str, row: int) -> np.ndarray:
+        """Row `row` of camera `key` as openpi's clients send it: uint8 H x W x 3, resized
+        with padding to --policy.resize_size."""
+        return resize_with_pad(to_uint8_images(batch[key][row : row + 1])[0], self.resize_size)
 
     def chunks(self, replies: Sequence[Mapping[str, Any]], request: RowRequest) -> list[np.ndarray]:
         chunks = []
@@ -106,7 +104,66 @@ class OpenpiLiberoFormat:
         return chunks
 
 
-FORMATS = {"lerobot": LerobotFormat, "openpi_libero": OpenpiLiberoFormat}
+def _state(batch: Mapping[str, Any], row: int) -> np.ndarray:
+    return batch[OBS_STATE][row].detach().cpu().numpy().astype(np.float32)
+
+
+class OpenpiLiberoFormat(_OpenpiRowFormat):
+    """openpi's LIBERO example, one request per row.
+
+    Its images are robosuite's, rotated by 180 degrees: exactly our LIBERO env's upright
+    images, so only the resize with padding remains. Its state is the same 8 numbers as ours
+    (end-effector position, axis-angle, gripper fingers); its prompt is the task description.
+    """
+
+    name = "openpi_libero"
+    required_flags = "LIBERO's default --env.camera_name_mapping and --env.obs_type=pixels_agent_pos"
+    replan_steps: ClassVar[int] = 5
+    """openpi's LIBERO client executes 5 actions of each chunk."""
+    camera_keys: ClassVar[dict[str, str]] = {
+        "observation/image": f"{OBS_IMAGES}.image",
+        "observation/wrist_image": f"{OBS_IMAGES}.image2",
+    }
+
+    def batch_keys(self) -> tuple[str, ...]:
+        return (*self.camera_keys.values(), OBS_STATE)
+
+    def _message(self, batch: Mapping[str, Any], row: int) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            openpi_key: self._image(batch, key, row) for openpi_key, key in self.camera_keys.items()
+        }
+        message["observation/state"] = _state(batch, row)
+        message["prompt"] = str(batch[TASK][row]) if TASK in batch else ""
+        return message
+
+
+class OpenpiAlohaFormat(_OpenpiRowFormat):
+    """openpi's ALOHA sim example (`examples/aloha_sim`), one request per row.
+
+    It sends the top camera as `images.cam_high`, uint8 and channels first (3 x 224 x 224
+    after the resize with padding), and gym-aloha's 14 joint positions as `state`: exactly
+    our ALOHA env's top camera and `agent_pos`. It sends no prompt, so the server's default
+    prompt applies (`pi0_aloha_sim`: "Transfer cube"), as the checkpoint was trained.
+    """
+
+    name = "openpi_aloha"
+    required_flags = "--env.obs_type=pixels_agent_pos"
+    replan_steps: ClassVar[int] = 10
+    """openpi's ALOHA sim client executes 10 actions of each chunk (`action_horizon`)."""
+    camera_key: ClassVar[str] = f"{OBS_IMAGES}.top"
+
+    def batch_keys(self) -> tuple[str, ...]:
+        return (self.camera_key, OBS_STATE)
+
+    def _message(self, batch: Mapping[str, Any], row: int) -> dict[str, Any]:
+        top = self._image(batch, self.camera_key, row)
+        return {
+            "state": _state(batch, row),
+            "images": {"cam_high": np.ascontiguousarray(top.transpose(2, 0, 1))},
+        }
+
+
+FORMATS = {"lerobot": LerobotFormat, "openpi_libero": OpenpiLiberoFormat, "openpi_aloha": OpenpiAlohaFormat}
 
 
 def _rows_of(key: str, value: Any, rows: Sequence[int]) -> Any:
