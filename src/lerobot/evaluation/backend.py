@@ -61,6 +61,11 @@ class EvalBackend(abc.ABC):
     def run(self, plan: RunPlan, events: RunEvents) -> None:
         """Run every pending unit of `plan`, reporting through `events`; return when all are done."""
 
+    def close(self) -> None:
+        """Release what the backend holds once the run is over (the policy's connections);
+        nothing by default."""
+        return None
+
 
 class TaskRecording(Protocol):
     """Where a task's rollouts are recorded (a dataset), fed by the rollout's hooks."""
@@ -116,6 +121,9 @@ class LocalBackend(EvalBackend):
                 self._run_unit(unit, self.policy, events)
             return
         self._run_in_threads(units, n_parallel, _SerialEvents(events))
+
+    def close(self) -> None:
+        self.policy.close()
 
     def _run_in_threads(self, units: Sequence[WorkUnit], n_parallel: int, events: RunEvents) -> None:
         """`n_parallel` units at a time; the first failure (or an interrupt) stops the others."""

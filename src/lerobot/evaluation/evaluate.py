@@ -33,6 +33,14 @@ logger = logging.getLogger(__name__)
 def evaluate(cfg: EvalPipelineConfig) -> RunResult:
     """Evaluate `cfg.policy` on every task of `cfg.env`; the run's result, also on disk."""
     backend = make_backend(cfg)  # checkpoint problems surface here, before any output is written
+    try:
+        return run_backend(cfg, backend)
+    finally:
+        backend.close()
+
+
+def run_backend(cfg: EvalPipelineConfig, backend: EvalBackend) -> RunResult:
+    """Plan the run in its claimed output dir and execute it on `backend`."""
     with claimed_output_dir(cfg):
         journal = EpisodeJournal(cfg.output_dir)
         plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval, journal.done_by_task())
@@ -51,7 +59,7 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
     if cfg.eval.backend == "ray":
         make_policy(
             driver_policy_config(cfg), env_cfg=cfg.env, rename_map=cfg.rename_map
-        )  # only a check: each actor builds its own
+        ).close()  # only a check: each actor builds its own
         from lerobot.evaluation.ray_backend import RayBackend  # imports ray
 
         return RayBackend(cfg, settings)

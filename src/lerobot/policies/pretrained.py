@@ -49,6 +49,11 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
         """
         return None
 
+    def close(self) -> None:
+        """Release what the policy holds outside this process (a policy server's connection),
+        so the other end sees a clean goodbye rather than a dropped socket. A closed policy
+        opens again on its next call; nothing to do for a policy that holds nothing."""
+
     def save_rows(self, rows: Sequence[int]) -> list[Any]:
         """The state of each of `rows` (queued actions, observation history, generator), to be
         continued later with `restore_rows`, in any batch at any position.

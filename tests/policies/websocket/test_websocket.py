@@ -9,6 +9,7 @@ tests/scripts/test_lerobot_serve_policy.py.
 import asyncio
 import contextlib
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -93,9 +94,12 @@ def test_the_server_must_return_the_envs_action_size():
         make_policy(WebsocketConfig(port=server.port), env_cfg=env_cfg)
 
 
-def test_an_openpi_layout_on_another_benchmark_fails_at_parse_time():
-    with pytest.raises(ConfigError, match="--policy.obs_format=openpi_libero: made for --env.type=libero"):
-        WebsocketConfig(obs_format="openpi_libero").check_env(make_env_config("metaworld"))
+@pytest.mark.parametrize(("obs_format", "env_type"), [("openpi_libero", "libero"), ("openpi_aloha", "aloha")])
+def test_an_openpi_layout_on_another_benchmark_fails_at_parse_time(obs_format, env_type):
+    with pytest.raises(
+        ConfigError, match=f"--policy.obs_format={obs_format}: made for --env.type={env_type}"
+    ):
+        WebsocketConfig(obs_format=obs_format).check_env(make_env_config("metaworld"))
 
 
 # -- served == local ----------------------------------------------------------------------
@@ -192,21 +196,27 @@ def test_a_server_that_never_comes_back_stops_the_run_with_one_line():
 def chunk_server(horizon: int, action_dim: int):
     """A minimal openpi-shaped server: empty metadata, one (horizon, action_dim) chunk per
     request (`actions[i] = (request number + i / 100) / 1000`), every request kept. A request
-    in the lerobot layout gets one such chunk per row it names."""
+    in the lerobot layout gets one such chunk per row it names. `closes` gets the close code of
+    every connection that ended (None: dropped without a close frame)."""
     from websockets.asyncio.server import serve
+    from websockets.exceptions import ConnectionClosed
 
-    requests, ready, stop = [], threading.Event(), None
+    requests, closes, ready, stop = [], [], threading.Event(), None
     port = free_port()
 
     async def handler(ws):
         await ws.send(wire.pack({}))
-        async for frame in ws:
-            requests.append(wire.unpack(frame))
-            chunk = len(requests) + np.arange(horizon, dtype=np.float32)[:, None] / 100
-            actions = np.repeat(chunk, action_dim, axis=1) / 1000
-            if "__lerobot__" in requests[-1]:
-                actions = np.stack([actions] * len(requests[-1]["__lerobot__"]["rows"]))
-            await ws.send(wire.pack({"actions": actions}))
+        try:
+            async for frame in ws:
+                requests.append(wire.unpack(frame))
+                chunk = len(requests) + np.arange(horizon, dtype=np.float32)[:, None] / 100
+                actions = np.repeat(chunk, action_dim, axis=1) / 1000
+                if "__lerobot__" in requests[-1]:
+                    actions = np.stack([actions] * len(requests[-1]["__lerobot__"]["rows"]))
+                await ws.send(wire.pack({"actions": actions}))
+        except ConnectionClosed:
+            pass
+        closes.append(ws.close_code)
 
     async def main():
         nonlocal stop
@@ -220,14 +230,14 @@ def chunk_server(horizon: int, action_dim: int):
     thread.start()
     ready.wait(10)
     try:
-        yield port, requests
+        yield port, requests, closes
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
 
 
 def test_chunks_are_consumed_replan_steps_at_a_time_per_row():
-    with chunk_server(horizon=10, action_dim=2) as (port, requests):
+    with chunk_server(horizon=10, action_dim=2) as (port, requests, _):
         policy = RecordingActions(client(port, replan_steps=3))
         results = run_fake(policy, n_envs=1, episodes=[0])  # seed 3: 5 steps
     assert results[0].n_steps == 5
@@ -314,7 +324,7 @@ def test_served_results_equal_local_ones_on_real_libero(libero):
 @pytest.mark.slow
 def test_openpi_libero_layout_on_real_libero(libero):
     cfg, task, env = libero
-    with chunk_server(horizon=10, action_dim=7) as (port, requests):
+    with chunk_server(horizon=10, action_dim=7) as (port, requests, _):
         policy = make_policy(WebsocketConfig(port=port, obs_format="openpi_libero"), env_cfg=cfg)
         results, _ = run_on(env, policy, task, [0])
     assert results[0].n_steps == 6 and len(requests) == 2  # replan_steps=5
@@ -323,3 +333,67 @@ def test_openpi_libero_layout_on_real_libero(libero):
     assert message["observation/image"].shape == message["observation/wrist_image"].shape == (224, 224, 3)
     assert message["observation/image"].dtype == np.uint8 and message["observation/state"].shape == (8,)
     assert message["prompt"] == task.description
+
+
+@pytest.mark.slow
+def test_openpi_aloha_layout_on_real_aloha_is_what_openpis_example_sends():
+    """Our ALOHA env's first request equals openpi's ALOHA sim example's conversion of
+    gym-aloha's own observation at the same seed; chunks are taken 10 actions at a time."""
+    import gym_aloha  # noqa: F401  (registers gym_aloha/*)
+    import gymnasium
+
+    from tests.policies.websocket.test_obs_formats import openpi_aloha_observation
+
+    cfg = make_env_config("aloha", task="AlohaTransferCube-v0", episode_length=12)
+    task = cfg.tasks()[0]
+    env = make_task_env(cfg, task, 1, False)
+    try:
+        with chunk_server(horizon=50, action_dim=14) as (port, requests, _):
+            policy = make_policy(WebsocketConfig(port=port, obs_format="openpi_aloha"), env_cfg=cfg)
+            results, sent = run_on(env, policy, task, [0])
+    finally:
+        env.close()
+    assert results[0].n_steps == 12 and len(requests) == 2  # steps 0-9, then 10-11
+    np.testing.assert_allclose(sent[0, 9], np.full(14, 1.09e-3), rtol=1e-5)
+    np.testing.assert_allclose(sent[0, 10], np.full(14, 2e-3), rtol=1e-5)
+
+    reference = gymnasium.make("gym_aloha/AlohaTransferCube-v0", obs_type="pixels_agent_pos")
+    try:
+        observation, _ = reference.reset(seed=11)  # run_on's start seed, episode 0
+    finally:
+        reference.close()
+    expected = openpi_aloha_observation(observation["pixels"]["top"], observation["agent_pos"])
+    message = requests[0]
+    assert set(message) == {"state", "images"} and set(message["images"]) == {"cam_high"}
+    np.testing.assert_array_equal(message["images"]["cam_high"], expected["images"]["cam_high"])
+    np.testing.assert_array_equal(message["state"], expected["state"].astype(np.float32))
+
+
+def test_lerobot_eval_says_goodbye_to_the_server_when_it_ends(tmp_path):
+    """An openpi server logs a traceback for every client that drops its socket: the run closes
+    its connection (code 1000) whether it ends well or not."""
+    from lerobot.scripts.lerobot_eval import main as eval_main
+
+    argv = [
+        "--policy.type=websocket",
+        "--env.type=metaworld",
+        "--env.task=reach-v3",
+        "--env.obs_type=state",
+        "--env.episode_length=3",
+        "--eval.n_episodes=2",
+        "--eval.use_async_envs=false",
+    ]
+    with chunk_server(horizon=10, action_dim=4) as (port, requests, closes):
+        assert eval_main([*argv, f"--policy.port={port}", f"--output_dir={tmp_path / 'run'}"]) == 0
+        assert len(requests) == 2 and wait_for(lambda: closes == [1000])  # one per episode
+    # a run that stops on an error (actions of the wrong size) closes as cleanly
+    with chunk_server(horizon=10, action_dim=3) as (port, requests, closes):
+        assert eval_main([*argv, f"--policy.port={port}", f"--output_dir={tmp_path / 'bad'}"]) == 2
+        assert len(requests) == 1 and wait_for(lambda: closes == [1000])
+
+
+def wait_for(condition, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
