@@ -8,6 +8,7 @@ tests/scripts/test_lerobot_serve_policy.py.
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 
@@ -397,3 +398,35 @@ def wait_for(condition, timeout_s: float = 10.0) -> bool:
     while not condition() and time.monotonic() < deadline:
         time.sleep(0.01)
     return condition()
+
+
+@pytest.mark.slow
+def test_tasks_in_parallel_threads_each_get_their_own_connection(tmp_path):
+    """--env.max_parallel_tasks copies the policy per task thread: a served policy's copy is a
+    client of its own, and the results equal the local policy's."""
+    from lerobot.policies.factory import make_policy_config
+    from lerobot.scripts.lerobot_eval import main as eval_main
+
+    argv = [
+        "--env.type=metaworld",
+        "--env.task=reach-v3,push-v3",
+        "--env.obs_type=state",
+        "--env.episode_length=20",
+        "--eval.n_episodes=2",
+        "--eval.use_async_envs=false",
+        "--env.max_parallel_tasks=2",
+    ]
+    assert eval_main(["--policy.type=metaworld_expert", *argv, f"--output_dir={tmp_path / 'local'}"]) == 0
+    expert = make_policy(make_policy_config("metaworld_expert"), env_cfg=make_env_config("metaworld"))
+    with running_server(expert) as server:
+        served = ["--policy.type=websocket", f"--policy.port={server.port}"]
+        assert eval_main([*served, *argv, f"--output_dir={tmp_path / 'remote'}"]) == 0
+    assert episode_outcomes(tmp_path / "remote") == episode_outcomes(tmp_path / "local")
+
+
+def episode_outcomes(run_dir) -> list[tuple]:
+    info = json.loads((run_dir / "eval_info.json").read_text())
+    return sorted(
+        (e["task"], e["episode_index"], e["success"], e["sum_reward"], e["n_steps"])
+        for e in info["per_episode"]
+    )

@@ -38,6 +38,7 @@ class WebsocketPolicy(PreTrainedPolicy):
         super().__init__(config)
         self.format = FORMATS[config.obs_format](config.resize_size)
         self.replan_steps = config.replan_steps or self.format.replan_steps
+        self.env_cfg = env_cfg
         self.action_dim = _action_dim(env_cfg)
         self._connections: dict[int, ServerConnection] = {}
         self._plans: dict[int, deque[np.ndarray]] = {}
@@ -46,6 +47,12 @@ class WebsocketPolicy(PreTrainedPolicy):
         metadata = self._connection(0).open()
         logger.info("policy server at %s: %s", config.uri, _describe_server(metadata))
         self._check_metadata(metadata)
+
+    def __deepcopy__(self, memo: dict) -> WebsocketPolicy:
+        """A client of the same server with its own connections and no plans: a copy for
+        another task thread (`--env.max_parallel_tasks`), whose requests must not interleave
+        with this one's on a socket. It connects at once, as the original did."""
+        return type(self)(self.config, self.env_cfg)
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         if env_ids is None:
