@@ -132,6 +132,26 @@ def test_parallel_tasks_report_one_progress_bar_for_the_run():
     ).runs_tasks_in_order
 
 
+def test_tasks_at_a_time_share_the_cores_and_give_them_back(monkeypatch):
+    """One task at a time: torch keeps every core (the env workers wait while the policy
+    runs). N tasks at a time: each gets cores / N threads, and the setting comes back after."""
+    monkeypatch.setattr(backend_module.os, "cpu_count", lambda: 4)
+    before = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:
+        policy, seen = CountingPolicy(), []
+        with backend_module.cores_split_between_tasks(policy, 1):
+            seen.append(torch.get_num_threads())
+        with backend_module.cores_split_between_tasks(policy, 2):
+            seen.append(torch.get_num_threads())
+        with backend_module.cores_split_between_tasks(policy, 8):
+            seen.append(torch.get_num_threads())
+        seen.append(torch.get_num_threads())
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [4, 2, 1, 4]
+
+
 @pytest.mark.slow
 def test_meta_world_results_are_the_same_with_two_tasks_at_a_time(tmp_path):
     """Real simulator, stateful policy (the random policy seeds a generator per row)."""

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import abc
 import concurrent.futures as cf
+import contextlib
 import copy
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, Protocol
 
 import torch
@@ -98,14 +99,11 @@ class LocalBackend(EvalBackend):
         policy: PreTrainedPolicy,
         settings: RolloutSettings,
         env_source: EnvSource,
-        n_env_workers: int = 0,
         max_parallel_tasks: int = 1,
         recorders: TaskRecorders | None = None,
     ):
-        """`n_env_workers`: worker processes one task's envs run in (0: in-process), whose
-        cores a policy on the CPU leaves to them; `recorders`: record each task's rollouts."""
+        """`recorders`: record each task's rollouts."""
         self.policy, self.settings, self.env_source = policy, settings, env_source
-        self.n_env_workers = n_env_workers
         self.max_parallel_tasks = max(1, max_parallel_tasks)
         self.recorders = recorders
         self.runs_tasks_in_order = self.max_parallel_tasks == 1
@@ -114,13 +112,12 @@ class LocalBackend(EvalBackend):
     def run(self, plan: RunPlan, events: RunEvents) -> None:
         units = plan.units()
         n_parallel = min(self.max_parallel_tasks, len(units))
-        if self.n_env_workers:
-            share_cores_with_workers(self.policy, self.n_env_workers * max(1, n_parallel))
         if n_parallel <= 1:
             for unit in units:
                 self._run_unit(unit, self.policy, events)
             return
-        self._run_in_threads(units, n_parallel, _SerialEvents(events))
+        with cores_split_between_tasks(self.policy, n_parallel):
+            self._run_in_threads(units, n_parallel, _SerialEvents(events))
 
     def close(self) -> None:
         self.policy.close()
@@ -199,15 +196,26 @@ class _SerialEvents:
             self._events.unit_finished(unit, eval_s)
 
 
-def share_cores_with_workers(policy: PreTrainedPolicy, n_workers: int) -> None:
-    """Leave the cores that env workers use to them when the policy runs on the CPU.
+@contextlib.contextmanager
+def cores_split_between_tasks(policy: PreTrainedPolicy, n_parallel: int) -> Iterator[None]:
+    """While `n_parallel` tasks run at once, a policy on the CPU gets an equal share of the
+    cores (torch's thread pool is one per process); the caller's setting comes back after.
 
-    Torch starts one thread per core; with simulator workers on the same cores, its threads
-    fight them, and small models run many times slower than on a single thread.
+    Tasks one at a time keep torch's own setting, every core: within a task, envs and policy
+    take turns (the policy waits for every env's step, the env workers for the policy's
+    actions), so the cores the workers render on are idle while the policy runs, and with
+    OpenMP's passive waits (`lerobot.utils.threads`) its threads sleep while the envs step.
+    Holding the policy to the cores the workers left free, as this backend once did, idled
+    one of two cores during every ACT chunk at batch 2 (benchmarks/README.md).
     """
-    if policy_device(policy).type != "cpu":
-        return
-    threads = max(1, (os.cpu_count() or 1) - n_workers)
-    if threads < torch.get_num_threads():
-        logger.info("policy on CPU: %d torch thread(s), the other cores step the envs", threads)
+    threads_before = torch.get_num_threads()
+    threads = max(1, (os.cpu_count() or 1) // n_parallel)
+    split = policy_device(policy).type == "cpu" and threads < threads_before
+    if split:
+        logger.info("policy on CPU: %d torch thread(s) for each of %d tasks at a time", threads, n_parallel)
         torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if split:
+            torch.set_num_threads(threads_before)

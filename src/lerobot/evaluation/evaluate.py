@@ -71,7 +71,6 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
         policy,
         settings,
         lambda task: make_task_env(cfg.env, task, n_envs, use_async, cfg.eval.step_timeout_s),
-        n_env_workers=n_envs if use_async else 0,
         max_parallel_tasks=cfg.env.max_parallel_tasks,
         recorders=EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None,
     )
