@@ -124,6 +124,27 @@ def test_one_failing_task_stops_the_others_and_closes_their_envs():
     assert len([key for key in log.actions if key[0] == "a"]) < 40  # stopped part-way
 
 
+class ClosingPolicy(CountingPolicy):
+    """Counts `close` calls across its copies."""
+
+    closed: list[int] = []
+
+    def close(self) -> None:
+        ClosingPolicy.closed.append(id(self))
+
+
+def test_the_copies_made_for_tasks_at_a_time_are_closed_the_original_with_the_backend():
+    ClosingPolicy.closed = []
+    policy = ClosingPolicy()
+    backend = LocalBackend(
+        policy, RolloutSettings(start_seed=0), lambda task: make_vec(2, task=task.name), max_parallel_tasks=3
+    )
+    run_plan(RunPlan(TASKS, 2), backend)
+    assert len(ClosingPolicy.closed) == 2 and id(policy) not in ClosingPolicy.closed  # the two copies
+    backend.close()
+    assert ClosingPolicy.closed[-1] == id(policy)
+
+
 def test_parallel_tasks_report_one_progress_bar_for_the_run():
     policy = CountingPolicy()
     assert LocalBackend(policy, RolloutSettings(), lambda t: None).runs_tasks_in_order

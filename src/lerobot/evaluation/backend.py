@@ -124,11 +124,25 @@ class LocalBackend(EvalBackend):
 
     def _run_in_threads(self, units: Sequence[WorkUnit], n_parallel: int, events: RunEvents) -> None:
         """`n_parallel` units at a time; the first failure (or an interrupt) stops the others."""
+        made = [copy.deepcopy(self.policy) for _ in range(n_parallel - 1)]
         copies: queue.Queue[PreTrainedPolicy] = queue.Queue()
-        copies.put(self.policy)
-        for _ in range(n_parallel - 1):
-            copies.put(copy.deepcopy(self.policy))
+        for policy in (self.policy, *made):
+            copies.put(policy)
         logger.info("%d tasks at a time, each with its own copy of the policy", n_parallel)
+        try:
+            self._run_units_on_copies(units, n_parallel, copies, events)
+        finally:
+            for policy in made:  # the original is closed with the backend
+                policy.close()
+
+    def _run_units_on_copies(
+        self,
+        units: Sequence[WorkUnit],
+        n_parallel: int,
+        copies: queue.Queue[PreTrainedPolicy],
+        events: RunEvents,
+    ) -> None:
+        """Each unit takes a policy from `copies` for its run and puts it back after."""
 
         def run_with_a_copy(unit: WorkUnit) -> None:
             policy = copies.get()
