@@ -7,18 +7,15 @@ Importing this module must stay cheap: it registers `--policy.type=pi0` whenever
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
-from lerobot.utils.constants import ACTION, OBS_IMAGES, OBS_STATE
+from lerobot.policies.vla_config import EMPTY_CAMERA_PREFIX, VLAConfigMixin
+from lerobot.utils.constants import ACTION, OBS_STATE
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.schedules import cosine_decay_with_warmup
-
-logger = logging.getLogger(__name__)
 
 PALIGEMMA_TOKENIZER = "google/paligemma-3b-pt-224"
 """The tokenizer LeRobot's π processors name (a gated hub repo: accept its licence, log in)."""
@@ -65,7 +62,7 @@ the projection 2048 wide whatever the variant, so a gemma_300m PaliGemma cannot 
 
 
 @dataclass
-class PiFlowConfig(CheckpointPolicyConfig):
+class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
     """What π0 and π0.5 share: a PaliGemma VLM (SigLIP + Gemma 2B) reads the cameras and the
     instruction; a smaller Gemma "action expert" attends to its keys and values and turns noise
     into a chunk of `chunk_size` actions by flow matching (`num_inference_steps` Euler steps);
@@ -227,7 +224,7 @@ class PiFlowConfig(CheckpointPolicyConfig):
         policy is built."""
         for i in range(self.empty_cameras):
             self.input_features.setdefault(
-                f"{OBS_IMAGES}.empty_camera_{i}",
+                f"{EMPTY_CAMERA_PREFIX}{i}",
                 PolicyFeature(FeatureType.VISUAL, (3, *self.image_resolution)),
             )
         self.input_features.setdefault(OBS_STATE, PolicyFeature(FeatureType.STATE, (self.max_state_dim,)))
@@ -236,35 +233,11 @@ class PiFlowConfig(CheckpointPolicyConfig):
     def resizes_images(self) -> bool:
         return True
 
-    @property
-    def camera_features(self) -> dict[str, PolicyFeature]:
-        """The real cameras: image features other than the declared blank ones."""
-        return {k: ft for k, ft in self.image_features.items() if not _is_empty_camera(k)}
-
-    def check_env_inputs(
-        self, env_features: Mapping[str, PolicyFeature], rename_map: Mapping[str, str]
-    ) -> None:
-        """The state must reach the policy, and at least one camera; the model feeds a blank
-        (masked) image for every camera the env lacks, as LeRobot's does."""
-        provided = {rename_map.get(key, key): ft for key, ft in env_features.items()}
-        if OBS_STATE in self.input_features and OBS_STATE not in provided:
-            raise ConfigError(
-                f"--policy.path: the checkpoint reads {OBS_STATE}, which the env does not provide "
-                f"(it provides {', '.join(provided)}); choose --env.obs_type with the agent state"
-            )
-        cameras = self.camera_features
-        if cameras and not any(key in provided for key in cameras):
-            example = next((k for k in provided if k.startswith("observation.image")), "observation.image")
-            raise ConfigError(
-                f"--rename_map: the checkpoint reads cameras {', '.join(cameras)}, the env provides "
-                f'{", ".join(provided)}; map at least one, e.g. --rename_map=\'{{"{example}": "{next(iter(cameras))}"}}\''
-            )
-        dropped = [key for key in cameras if key not in provided]
-        if dropped:
-            logger.warning(
-                "cameras %s are not provided: the policy sees a blank, masked image instead, as LeRobot's does",
-                ", ".join(dropped),
-            )
+    def dropped_cameras_message(self, dropped: Sequence[str]) -> str:
+        return (
+            f"cameras {', '.join(dropped)} are not provided: the policy sees a blank, masked image "
+            "instead, as LeRobot's does"
+        )
 
     def task_steps(self) -> list:
         """LeRobot's instruction steps for a fresh π0: newline, then PaliGemma's tokenizer."""
@@ -282,17 +255,6 @@ class PiFlowConfig(CheckpointPolicyConfig):
             padding_side="right",
         )
 
-    def lr_factor(self, step: int, total_steps: int) -> float:
-        """LeRobot's cosine-with-warm-up preset for this policy, as a factor of optimizer_lr."""
-        return cosine_decay_with_warmup(
-            step,
-            total_steps,
-            warmup_steps=self.scheduler_warmup_steps,
-            decay_steps=self.scheduler_decay_steps,
-            peak_lr=self.optimizer_lr,
-            decay_lr=self.scheduler_decay_lr,
-        )
-
 
 @PreTrainedConfig.register_subclass("pi0")
 @dataclass
@@ -300,7 +262,3 @@ class PI0Config(PiFlowConfig):
     """π0 (Black et al., 2024, arXiv:2410.24164): the normalised state enters the action expert
     as one token of its own, and the flow-matching time is mixed into each noisy action's token
     by an MLP."""
-
-
-def _is_empty_camera(key: str) -> bool:
-    return key.startswith(f"{OBS_IMAGES}.empty_camera_")

@@ -7,15 +7,14 @@ Importing this module must stay cheap: it registers `--policy.type=smolvla` when
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
-from lerobot.utils.constants import OBS_IMAGES, OBS_STATE
+from lerobot.policies.vla_config import EMPTY_CAMERA_PREFIX, VLAConfigMixin
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.schedules import cosine_decay_with_warmup
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +26,7 @@ EMPTY_CAMERA_SHAPE = (3, 480, 640)
 
 @PreTrainedConfig.register_subclass("smolvla")
 @dataclass
-class SmolVLAConfig(CheckpointPolicyConfig):
+class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
     """SmolVLA (Shukor et al., 2025, arXiv:2506.01844): a small VLM (SmolVLM2) reads the
     cameras, the instruction and the state; a smaller "action expert" transformer that attends
     to the VLM's keys and values turns noise into a chunk of `chunk_size` actions by flow
@@ -213,41 +212,14 @@ class SmolVLAConfig(CheckpointPolicyConfig):
         model always adds exactly `empty_cameras` masked blank images after the cameras it has."""
         for i in range(self.empty_cameras):
             self.input_features.setdefault(
-                f"{OBS_IMAGES}.empty_camera_{i}", PolicyFeature(FeatureType.VISUAL, EMPTY_CAMERA_SHAPE)
+                f"{EMPTY_CAMERA_PREFIX}{i}", PolicyFeature(FeatureType.VISUAL, EMPTY_CAMERA_SHAPE)
             )
 
-    @property
-    def camera_features(self) -> dict[str, PolicyFeature]:
-        """The real cameras: image features other than the declared blank ones."""
-        return {k: ft for k, ft in self.image_features.items() if not _is_empty_camera(k)}
-
-    def check_env_inputs(
-        self, env_features: Mapping[str, PolicyFeature], rename_map: Mapping[str, str]
-    ) -> None:
-        """The state must reach the policy and at least one camera; cameras the env lacks are
-        dropped, as LeRobot does, with a warning (only `empty_cameras` blank ones are added)."""
-        provided = {rename_map.get(key, key): ft for key, ft in env_features.items()}
-        if OBS_STATE in self.input_features and OBS_STATE not in provided:
-            raise ConfigError(
-                f"--policy.path: the checkpoint reads {OBS_STATE}, which the env does not provide "
-                f"(it provides {', '.join(provided)}); choose --env.obs_type with the agent state"
-            )
-        cameras = self.camera_features
-        present = [key for key in cameras if key in provided]
-        if cameras and not present:
-            example = next((k for k in provided if k.startswith("observation.image")), "observation.image")
-            raise ConfigError(
-                f"--rename_map: the checkpoint reads cameras {', '.join(cameras)}, the env provides "
-                f'{", ".join(provided)}; map at least one, e.g. --rename_map=\'{{"{example}": "{next(iter(cameras))}"}}\''
-            )
-        dropped = [key for key in cameras if key not in provided]
-        if dropped:
-            logger.warning(
-                "cameras %s are not provided: the policy runs without them and adds %d blank camera(s) "
-                "(--policy.empty_cameras), as LeRobot does",
-                ", ".join(dropped),
-                self.empty_cameras,
-            )
+    def dropped_cameras_message(self, dropped: Sequence[str]) -> str:
+        return (
+            f"cameras {', '.join(dropped)} are not provided: the policy runs without them and adds "
+            f"{self.empty_cameras} blank camera(s) (--policy.empty_cameras), as LeRobot does"
+        )
 
     def task_steps(self) -> list:
         """LeRobot's instruction steps for a fresh SmolVLA: newline, then its VLM's tokenizer."""
@@ -260,18 +232,3 @@ class SmolVLAConfig(CheckpointPolicyConfig):
             padding_side="right",
         )
         return [NewlineTask(), TaskTokenizer(settings)]
-
-    def lr_factor(self, step: int, total_steps: int) -> float:
-        """LeRobot's cosine-with-warm-up preset for this policy, as a factor of optimizer_lr."""
-        return cosine_decay_with_warmup(
-            step,
-            total_steps,
-            warmup_steps=self.scheduler_warmup_steps,
-            decay_steps=self.scheduler_decay_steps,
-            peak_lr=self.optimizer_lr,
-            decay_lr=self.scheduler_decay_lr,
-        )
-
-
-def _is_empty_camera(key: str) -> bool:
-    return key.startswith(f"{OBS_IMAGES}.empty_camera_")
