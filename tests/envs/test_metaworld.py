@@ -229,3 +229,31 @@ def test_fast_render_changes_pixels_but_not_the_simulation(metaworld):
 def test_a_single_camera_name_or_a_comma_list_is_accepted():
     assert MetaworldEnvConfig(camera_names="corner2").camera_names == ["corner2"]
     assert MetaworldEnvConfig(camera_names="[corner2,topview]").camera_names == ["corner2", "topview"]
+
+
+def test_a_step_without_images_simulates_the_same_and_renders_nothing(metaworld, monkeypatch):
+    """The blind step skips the render only: same state, reward and flags as a normal step,
+    black images, and a render() afterwards still shows the real view."""
+    seeing = MetaworldEnv("push-v3", observation_height=64, observation_width=64)
+    blind = MetaworldEnv("push-v3", observation_height=64, observation_width=64)
+    try:
+        seeing.reset(seed=4)
+        blind.reset(seed=4)
+        renders = []
+        original = MetaworldEnv._render_camera
+        monkeypatch.setattr(
+            MetaworldEnv, "_render_camera", lambda self, cam: renders.append(self) or original(self, cam)
+        )
+        actions = np.random.default_rng(1).uniform(-1, 1, (4, 4)).astype(np.float32)
+        for action in actions:
+            expected, got = seeing.step(action), blind.step_without_images(action)
+            np.testing.assert_array_equal(expected[0]["environment_state"], got[0]["environment_state"])
+            np.testing.assert_array_equal(expected[0]["agent_pos"], got[0]["agent_pos"])
+            assert expected[1:] == got[1:]
+            assert got[0]["pixels"].shape == expected[0]["pixels"].shape and not got[0]["pixels"].any()
+        assert blind not in renders
+        np.testing.assert_array_equal(blind.render(), seeing.render())
+        assert blind.step(actions[0])[0]["pixels"].any()  # the next normal step renders again
+    finally:
+        seeing.close()
+        blind.close()

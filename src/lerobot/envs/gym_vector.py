@@ -92,7 +92,9 @@ class WholeBatchEnv:
         seeds: Sequence[int | None],
         options: Sequence[dict | None],
         render_ids: Sequence[int] = (),
+        blind_ids: Sequence[int] = (),
     ) -> tuple[list[StepResult], list[tuple[Any, dict]]]:
+        """`blind_ids` is ignored: a vector env built elsewhere renders what it renders."""
         if reset_ids and step_ids:
             raise RuntimeError(
                 "a vector env without per-slot control cannot reset some envs while others step; "

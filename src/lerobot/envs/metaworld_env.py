@@ -77,6 +77,7 @@ class MetaworldEnv(gym.Env):
         self._sim = None
         self._renderer = None
         self._frames: dict[str, np.ndarray] = {}
+        self._images_wanted = True
         self._steps = 0
 
     # --- simulator ----------------------------------------------------------------------
@@ -133,6 +134,16 @@ class MetaworldEnv(gym.Env):
         out_info = {"is_success": success, "task": self.task}
         return self._format_observation(raw_obs), float(reward), terminated, truncated, out_info
 
+    def step_without_images(self, action: np.ndarray):
+        """`step`, with black camera images instead of rendered ones: for a step whose images
+        nobody reads (a chunking policy taking queued actions), where the render is most of
+        the cost. `render()` afterwards still renders the real view."""
+        self._images_wanted = False
+        try:
+            return self.step(action)
+        finally:
+            self._images_wanted = True
+
     def render(self) -> np.ndarray:
         """The first camera's view of the current state, upright."""
         return self._render_camera(self.camera_names[0])
@@ -153,11 +164,15 @@ class MetaworldEnv(gym.Env):
             return obs
         if self.obs_type == "pixels_agent_pos":
             obs["agent_pos"] = state[:AGENT_POS_DIM].copy()
+        image = self._render_camera if self._images_wanted else self._black_image
         if len(self.camera_names) == 1:
-            obs["pixels"] = self._render_camera(self.camera_names[0])
+            obs["pixels"] = image(self.camera_names[0])
         else:
-            obs["pixels"] = {cam: self._render_camera(cam) for cam in self.camera_names}
+            obs["pixels"] = {cam: image(cam) for cam in self.camera_names}
         return obs
+
+    def _black_image(self, camera: str) -> np.ndarray:
+        return np.zeros((self.height, self.width, 3), dtype=np.uint8)
 
 
 def _build_simulator(task: str):

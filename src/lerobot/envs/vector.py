@@ -49,6 +49,9 @@ class StepResult:
     truncated: bool
     info: dict
     frame: np.ndarray | None = None
+    images: bool = True
+    """False: the observation's camera images were not rendered and are black, because the
+    caller said nobody would look at them (`step_at`'s `blind_ids`)."""
 
 
 @dataclass(frozen=True)
@@ -64,15 +67,21 @@ class SlotFailure:
 
 
 def _run_command(env: gym.Env, command: str, payload: Any) -> Any:
-    """Execute one command on a sub-env; shared by the in-process and worker backends."""
+    """Execute one command on a sub-env; shared by the in-process and worker backends.
+
+    An env may offer `step_without_images(action)`: `step` with the observation's camera
+    images left black instead of rendered. A step asked to be blind uses it when it exists.
+    """
     if command == "reset":
         seed, options = payload
         return env.reset(seed=seed, options=options)
     if command == "step":
-        action, want_frame = payload
-        obs, reward, terminated, truncated, info = env.step(action)
+        action, want_frame, want_images = payload
+        blind = not (want_images or want_frame) and hasattr(env, "step_without_images")
+        step = env.step_without_images if blind else env.step
+        obs, reward, terminated, truncated, info = step(action)
         frame = env.render() if want_frame else None
-        return StepResult(obs, float(reward), bool(terminated), bool(truncated), info, frame)
+        return StepResult(obs, float(reward), bool(terminated), bool(truncated), info, frame, not blind)
     if command == "render":
         return env.render()
     if command == "call":
@@ -346,10 +355,17 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         actions: Sequence[np.ndarray],
         render_ids: Sequence[int] = (),
         tolerate_failures: bool = False,
+        blind_ids: Sequence[int] = (),
     ) -> list[StepResult | SlotFailure]:
-        """Step only `env_ids`; those also in `render_ids` render a frame in their own worker."""
+        """Step only `env_ids`; those also in `render_ids` render a frame in their own worker.
+
+        Those in `blind_ids` (and not in `render_ids`) skip rendering their observation's
+        camera images where the env can (`step_without_images`): for observations whose images
+        nobody will read, such as the steps a chunking policy takes from its queue. Rendering
+        is most of a step's cost; the physics, and so every result, is the same either way.
+        """
         send = self._exchange if tolerate_failures else self._broadcast
-        return send(env_ids, "step", _step_payloads(env_ids, actions, render_ids))
+        return send(env_ids, "step", _step_payloads(env_ids, actions, render_ids, blind_ids))
 
     def step_and_reset_at(
         self,
@@ -359,13 +375,15 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         seeds: Sequence[int | None],
         options: Sequence[dict | None],
         render_ids: Sequence[int] = (),
+        blind_ids: Sequence[int] = (),
     ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
-        """Step `step_ids` and reset `reset_ids` (disjoint) in one round, failures as SlotFailures.
+        """Step `step_ids` and reset `reset_ids` (disjoint) in one round, failures as SlotFailures
+        (`render_ids`, `blind_ids`: as for `step_at`).
 
         Every command is sent before any reply is awaited, so with worker processes a slot
         starting its next episode resets while the others step, instead of holding them up.
         """
-        self._send(step_ids, "step", _step_payloads(step_ids, actions, render_ids))
+        self._send(step_ids, "step", _step_payloads(step_ids, actions, render_ids, blind_ids))
         self._send(reset_ids, "reset", list(zip(seeds, options, strict=True)))
         return self._gather(step_ids), self._gather(reset_ids)
 
@@ -421,11 +439,17 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
 
 def _step_payloads(
-    env_ids: Sequence[int], actions: Sequence[np.ndarray], render_ids: Sequence[int]
-) -> list[tuple[np.ndarray, bool]]:
-    """(action, render a frame?) per stepped env."""
-    wanted = set(render_ids)
-    return [(action, env_id in wanted) for env_id, action in zip(env_ids, actions, strict=True)]
+    env_ids: Sequence[int],
+    actions: Sequence[np.ndarray],
+    render_ids: Sequence[int],
+    blind_ids: Sequence[int] = (),
+) -> list[tuple[np.ndarray, bool, bool]]:
+    """(action, render a frame?, render the observation's images?) per stepped env."""
+    frames, blind = set(render_ids), set(blind_ids)
+    return [
+        (action, env_id in frames, env_id not in blind)
+        for env_id, action in zip(env_ids, actions, strict=True)
+    ]
 
 
 def stack_observations(observations: Sequence[Any]) -> Any:

@@ -229,6 +229,8 @@ class _RolloutLoop:
         self.retries: dict[int, int] = {}
         self.slots: list[_RunningEpisode | None] = [None] * env.num_envs
         self.observations: list[Any] = [None] * env.num_envs
+        self.blind: list[bool] = [False] * env.num_envs
+        """Slot i's observation has black images (a blind step): the policy must not read them."""
         self.results: list[EpisodeResult] = []
         self.step_index = 0
         self.action_shape = (env.num_envs, *env.single_action_space.shape)
@@ -267,13 +269,20 @@ class _RolloutLoop:
                 return  # rows the policy failed are settled; the free slots start next round
             self._report_steps(active, actions)
         recorded = [i for i in active if self.slots[i].video is not None]
+        blind = self._slots_stepping_blind(active, recorded)
         episodes = [self.pending.popleft() for _ in starting]
         seeds = [self.settings.start_seed + e for e in episodes]
         # The episode index travels with the reset: benchmarks with fixed initial states
         # (LIBERO's init states) pick them by episode, never by slot or reset count.
         options = [{"episode_index": e} for e in episodes]
         steps, resets = self.env.step_and_reset_at(
-            active, [actions[i] for i in active], starting, seeds, options, render_ids=recorded
+            active,
+            [actions[i] for i in active],
+            starting,
+            seeds,
+            options,
+            render_ids=recorded,
+            blind_ids=blind,
         )
         for env_id, outcome in zip(active, steps, strict=True):
             if isinstance(outcome, SlotFailure):
@@ -284,6 +293,16 @@ class _RolloutLoop:
             self.step_index += 1
         if starting:
             self._start_episodes(starting, episodes, seeds, resets)
+
+    def _slots_stepping_blind(self, active: Sequence[int], recorded: Sequence[int]) -> list[int]:
+        """The active slots whose coming observation's images nobody will look at: the policy
+        will not read them (`rows_reading_images`), no video records them, and no `on_step`
+        hook (a recording of demonstrations) receives them. Those slots skip the render."""
+        ask = getattr(self.policy, "rows_reading_images", None)
+        if ask is None or self.hooks.on_step is not None:
+            return []
+        seen = set(ask(len(self.observations))) | set(recorded)
+        return [i for i in active if i not in seen]
 
     def _active_ids(self) -> list[int]:
         return [i for i, slot in enumerate(self.slots) if slot is not None]
@@ -310,6 +329,7 @@ class _RolloutLoop:
             else:
                 observation, info = outcome
                 self.observations[env_id] = observation
+                self.blind[env_id] = False
                 self.slots[env_id].init_state_index = info.get("init_state_index")
         self.policy.reset(env_ids=starting, seeds=seeds)
         self._open_videos([i for i in starting if self.slots[i] is not None])
@@ -365,11 +385,23 @@ class _RolloutLoop:
             filler = self.observations[active[0]]
             stacked = stack_observations([obs if obs is not None else filler for obs in self.observations])
         batch: dict[str, Any] = observation_to_batch(stacked, self.device, self.settings.rename_map)
+        self._poison_blind_images(batch)
         batch[TASK] = self.descriptions
         batch[ENV_TASK] = self.env_tasks
         if self.settings.preprocessor is not None:
             batch = self.settings.preprocessor(batch)
         return batch
+
+    def _poison_blind_images(self, batch: dict[str, Any]) -> None:
+        """NaN for the images of rows whose render was skipped: a policy that reads one after
+        its `rows_reading_images` left it out returns NaN actions, which stop the run
+        (`_check_actions`), instead of acting on a black frame and being scored on it."""
+        rows = [i for i, blind in enumerate(self.blind) if blind]
+        if not rows:
+            return
+        for value in batch.values():
+            if isinstance(value, torch.Tensor) and value.ndim >= 4 and value.is_floating_point():
+                value[rows] = math.nan
 
     def _select_actions_or_fail(self, active: Sequence[int]) -> np.ndarray | None:
         """The actions, or None when the policy raised for some rows: a harness failure (a lost
@@ -404,16 +436,26 @@ class _RolloutLoop:
             )
         if np.isfinite(actions).all():  # the common case, without indexing the active rows
             return
-        if not np.isfinite(actions[list(active)]).all():
-            raise ValueError(
-                f"policy {self.policy.name!r} returned NaN or inf actions at step {self.step_index} "
-                f"(expected finite actions of shape {expected})"
-            )
+        bad = [i for i in active if not np.isfinite(actions[i]).all()]
+        if not bad:
+            return
+        unrendered = [i for i in bad if self.blind[i]]
+        why = (
+            f"; rows {unrendered} had unrendered (NaN) images, which its rows_reading_images() "
+            "said it would not read"
+            if unrendered
+            else ""
+        )
+        raise ValueError(
+            f"policy {self.policy.name!r} returned NaN or inf actions at step {self.step_index} "
+            f"(expected finite actions of shape {expected}){why}"
+        )
 
     def _apply_step(self, env_id: int, step: StepResult) -> None:
         episode = self.slots[env_id]
         episode.record(step)
         self.observations[env_id] = step.observation
+        self.blind[env_id] = not step.images
         # The task's step limit also ends episodes of envs that do not truncate by themselves.
         at_limit = self.task.max_steps is not None and episode.n_steps >= self.task.max_steps
         if step.terminated or step.truncated or at_limit:

@@ -37,6 +37,10 @@ class FlowSamplingPolicy(PreTrainedPolicy):
             return None
         return self._queue.pop()
 
+    def rows_reading_images(self, n_rows: int) -> list[int]:
+        """Rows at the end of their chunk: the others take queued actions."""
+        return self._queue.empty_rows(n_rows)
+
     @torch.no_grad()
     def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
         """The next action of every row; rows whose queue ran out sample a chunk together.

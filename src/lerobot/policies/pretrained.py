@@ -49,6 +49,18 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
         """
         return None
 
+    def rows_reading_images(self, n_rows: int) -> Sequence[int]:
+        """The rows whose next `select_action` call will read the camera images of its
+        observation; the others act without looking (queued actions, state-only scripts).
+
+        Asked after a step's actions were taken, it tells the rollout which of the coming
+        observations need their images rendered: at 480x480 in software, rendering is most of
+        a step's cost, and ACT with `n_action_steps=10` looks at one frame in ten. The
+        default, every row, is right for any policy that may look at every frame; a policy
+        that answers fewer rows must never read images of the others (the rollout checks).
+        """
+        return range(n_rows)
+
     def close(self) -> None:
         """Release what the policy holds outside this process (a policy server's connection),
         so the other end sees a clean goodbye rather than a dropped socket. A closed policy

@@ -96,6 +96,10 @@ class ACTPolicy(PreTrainedPolicy):
             return None
         return self._queue.pop()
 
+    def rows_reading_images(self, n_rows: int) -> list[int]:
+        """Rows at the end of their chunk (temporal ensembling reads every frame: all rows)."""
+        return list(range(n_rows)) if self._ensembler is not None else self._queue.empty_rows(n_rows)
+
     @torch.no_grad()
     def select_action(self, batch: dict[str, Tensor]) -> Tensor:
         if self._ensembler is not None:

@@ -48,6 +48,10 @@ class AlohaScriptedPolicy(PreTrainedPolicy):
             self._commands.pop(row, None)
             self._steps.pop(row, None)
 
+    def rows_reading_images(self, n_rows: int) -> list[int]:
+        """None: the script reads the simulator's state, never a camera."""
+        return []
+
     def select_action(self, batch) -> torch.Tensor:
         if OBS_ENV_STATE not in batch or ENV_TASK not in batch:
             raise ValueError(

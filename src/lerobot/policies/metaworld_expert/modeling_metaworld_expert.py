@@ -34,6 +34,10 @@ class MetaworldExpertPolicy(PreTrainedPolicy):
     def restore_rows(self, states: Sequence[Any]) -> None:
         """Stateless: any rows continue as they are."""
 
+    def rows_reading_images(self, n_rows: int) -> list[int]:
+        """None: the script reads the simulator's state, never a camera."""
+        return []
+
     def select_action(self, batch) -> torch.Tensor:
         if OBS_ENV_STATE not in batch or ENV_TASK not in batch:
             raise ValueError(

@@ -78,6 +78,10 @@ class WebsocketPolicy(PreTrainedPolicy):
             return None
         return self._pop_plans(n_rows)
 
+    def rows_reading_images(self, n_rows: int) -> list[int]:
+        """Rows whose plan ran out: only they send their observation to the server."""
+        return [row for row in range(n_rows) if not self._plans.get(row)]
+
     def _pop_plans(self, n_rows: int) -> torch.Tensor:
         return torch.from_numpy(np.stack([self._plans[row].popleft() for row in range(n_rows)]))
 
