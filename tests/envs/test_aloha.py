@@ -167,3 +167,28 @@ def first_frames(env: AlohaEnv, seed: int, actions: np.ndarray, n: int) -> list[
         return frames
     finally:
         env.close()
+
+
+def test_a_step_without_images_simulates_the_same_and_renders_nothing(monkeypatch):
+    """Same joints, state, reward and flags as a normal step, a black image, no render; and
+    render() afterwards still shows the real view."""
+    seeing, blind = AlohaEnv("AlohaInsertion-v0", **TINY), AlohaEnv("AlohaInsertion-v0", **TINY)
+    try:
+        first, _ = seeing.reset(seed=2)
+        blind.reset(seed=2)
+        renders = []
+        original = AlohaEnv.render
+        monkeypatch.setattr(AlohaEnv, "render", lambda self: renders.append(self) or original(self))
+        action = first["agent_pos"] + 0.05
+        for _ in range(3):
+            expected, got = seeing.step(action), blind.step_without_images(action)
+            for key in ("agent_pos", "environment_state"):
+                np.testing.assert_array_equal(expected[0][key], got[0][key])
+            assert expected[1:] == got[1:]
+            image = got[0]["pixels"]["top"]
+            assert image.shape == expected[0]["pixels"]["top"].shape and not image.any()
+        assert blind not in renders
+        np.testing.assert_array_equal(blind.render(), seeing.render())
+    finally:
+        seeing.close()
+        blind.close()

@@ -52,6 +52,7 @@ class AlohaEnv(gym.Env):
         self.action_space = build_action_space()
         self._sim = None
         self._frame: np.ndarray | None = None
+        self._images_wanted = True
         self._steps = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -78,6 +79,15 @@ class AlohaEnv(gym.Env):
         info = {"is_success": bool(success), "task": self.task}
         return self._format(time_step.observation), float(time_step.reward), bool(success), truncated, info
 
+    def step_without_images(self, action: np.ndarray):
+        """`step`, with a black camera image instead of a rendered one: for a step whose image
+        nobody reads (a chunking policy taking queued actions). `render()` still renders."""
+        self._images_wanted = False
+        try:
+            return self.step(action)
+        finally:
+            self._images_wanted = True
+
     def render(self) -> np.ndarray:
         """The top camera's view of the current state, at the observation size."""
         if self._frame is None:
@@ -99,7 +109,8 @@ class AlohaEnv(gym.Env):
     def _format(self, raw_obs: dict[str, np.ndarray]) -> dict[str, Any]:
         obs: dict[str, Any] = {"environment_state": raw_obs["env_state"]}
         if self.obs_type != "state":
-            obs["pixels"] = {CAMERA: self.render()}
+            image = self.render() if self._images_wanted else np.zeros((self.height, self.width, 3), np.uint8)
+            obs["pixels"] = {CAMERA: image}
         if self.obs_type != "pixels":
             obs["agent_pos"] = raw_obs["qpos"]
         return obs
