@@ -4,7 +4,8 @@
     and the same ACT called the way a hand-written loop would: a chunk from the current
     observation every `n_action_steps` steps, converted and normalised only then. Its time
     splits into env time and policy time, which give the two limits of the issue: env-steps/s
-    of step + render alone, and ms per chunk.
+    of step + render alone, and ms per chunk. `raw-blind`: the same loop rendering only the
+    observations the chunks read, as lerobot-eval now does.
 (b) `lerobot-eval` (ours) on the same episodes, batch 1 in-process and batch 2 in async workers,
     without videos (as (a)) and with LeRobot's default of videos for the first 10 episodes;
 (c) LeRobot 0.6.1's own `lerobot-eval` on the same checkpoint, from a scratch environment
@@ -34,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CASES = (
     "raw",
+    "raw-blind",
     "ours-b1",
     "ours-b1-video",
     "lerobot-b1",
@@ -43,7 +45,9 @@ CASES = (
     "before-b1",
     "before-b2",
 )
-"""`before-*`: our lerobot-eval from another source tree (`--before-src`), e.g. an older commit."""
+"""`before-*`: our lerobot-eval from another source tree (`--before-src`), e.g. an older commit.
+`raw-blind`: the raw loop rendering only the observations ACT reads (`step_without_images`
+on the other steps), the floor for a harness that skips unread renders."""
 IMAGE_SIZE = 480
 STATE_DIM = ACTION_DIM = 4
 LEROBOT_EPISODE_LENGTH = 500
@@ -214,7 +218,9 @@ def run_raw_loop(args: argparse.Namespace) -> dict:
                     actions = np.ascontiguousarray(chunk[0].numpy())
                     chunks += 1
                 tock = time.perf_counter()
-                observation, _, terminated, truncated, _ = env.step(actions[t % n_action_steps])
+                read_next = (t + 1) % n_action_steps == 0
+                step = env.step_without_images if args.blind and not read_next else env.step
+                observation, _, terminated, truncated, _ = step(actions[t % n_action_steps])
                 env_s += time.perf_counter() - tock
                 policy_s += tock - tick
                 steps, t = steps + 1, t + 1
@@ -271,7 +277,7 @@ def run_cli(
 
 def run_case(case: str, args: argparse.Namespace, checkpoint: Path, out: Path) -> dict:
     env_steps = args.episodes * args.episode_length
-    if case == "raw":
+    if case in ("raw", "raw-blind"):
         result_file = out.with_suffix(".json")
         child = [
             sys.executable,
@@ -281,7 +287,7 @@ def run_case(case: str, args: argparse.Namespace, checkpoint: Path, out: Path) -
             str(checkpoint),
             "--json",
             str(result_file),
-        ]
+        ] + (["--blind"] if case == "raw-blind" else [])
         child += [
             f"--{k.replace('_', '-')}={getattr(args, k)}"
             for k in ("task", "episodes", "episode_length", "seed")
@@ -354,9 +360,10 @@ def print_table(best: dict[str, dict]) -> None:
             f"{raw['ms_per_chunk']:.0f} ms per chunk ({raw['torch_threads']} torch threads), "
             f"so {raw['limit_steps_per_s']:.2f} env-steps/s with the policy"
         )
+    blind = best.get("raw-blind")
     print(
-        f"{'case':>14} {'env-steps/s':>12} {'/ raw':>7} {'/ LeRobot':>10} {'CPU ms/step':>12} "
-        f"{'main MB':>8} {'child MB':>9}"
+        f"{'case':>14} {'env-steps/s':>12} {'/ raw':>7} {'/ raw-blind':>12} {'/ LeRobot':>10} "
+        f"{'CPU ms/step':>12} {'main MB':>8} {'child MB':>9}"
     )
     for case, r in best.items():
         lerobot = (
@@ -365,9 +372,10 @@ def print_table(best: dict[str, dict]) -> None:
             else None
         )
         vs_raw = f"{r['steps_per_s'] / raw['steps_per_s']:.3f}" if raw and case != "raw" else "-"
+        vs_blind = f"{r['steps_per_s'] / blind['steps_per_s']:.3f}" if blind and case != "raw-blind" else "-"
         vs_lerobot = f"x{r['steps_per_s'] / lerobot['steps_per_s']:.2f}" if lerobot else "-"
         print(
-            f"{case:>14} {r['steps_per_s']:12.2f} {vs_raw:>7} {vs_lerobot:>10} "
+            f"{case:>14} {r['steps_per_s']:12.2f} {vs_raw:>7} {vs_blind:>12} {vs_lerobot:>10} "
             f"{1000 * r['cpu_s'] / r['env_steps']:12.1f} {r['main_mb']:8.0f} {r['largest_child_mb']:9.0f}"
         )
 
@@ -382,6 +390,7 @@ def child_main() -> int:
     parser.add_argument("--episodes", type=int, required=True)
     parser.add_argument("--episode-length", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--blind", action="store_true")
     args = parser.parse_args()
     args.json.write_text(json.dumps(run_raw_loop(args)))
     return 0
