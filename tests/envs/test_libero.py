@@ -397,3 +397,46 @@ def test_bad_suite_and_task_id_exit_2_before_libero_is_imported(tmp_path):
     ]
     assert err_id.strip().splitlines() == ["--env.task_ids=[10]: libero_goal has task ids 0..9, not 10"]
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.slow
+def test_a_step_without_images_simulates_the_same_and_renders_nothing(monkeypatch):
+    """The blind step skips robosuite's camera renders only: same simulator state, reward and
+    flags as a normal step, black images, normal steps after it pixel-identical, and a render()
+    after it shows what the policy would have seen."""
+    from robosuite.utils.binding_utils import MjSim
+
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    seeing = LiberoEnv(SPATIAL_0, num_settle_steps=2, **SMALL)
+    blind = LiberoEnv(SPATIAL_0, num_settle_steps=2, **SMALL)
+    try:
+        seeing.reset(seed=0)
+        blind.reset(seed=0)
+        renders = []
+        original = MjSim.render
+        monkeypatch.setattr(
+            MjSim, "render", lambda self, *a, **k: renders.append(self) or original(self, *a, **k)
+        )
+        blind_sim = blind._sim.sim
+        actions = np.random.default_rng(0).uniform(-1, 1, (4, 7))
+        for action, without_images in zip(actions, [True, True, False, True], strict=True):
+            renders.clear()
+            expected = seeing.step(action)
+            got = (blind.step_without_images if without_images else blind.step)(action)
+            np.testing.assert_array_equal(seeing._sim.get_sim_state(), blind._sim.get_sim_state())
+            np.testing.assert_array_equal(expected[0]["agent_pos"], got[0]["agent_pos"])
+            assert expected[1:] == got[1:]
+            for key, image in got[0]["pixels"].items():
+                assert image.shape == (64, 64, 3) and image.dtype == np.uint8
+                if without_images:
+                    assert not image.any()
+                else:
+                    np.testing.assert_array_equal(image, expected[0]["pixels"][key])
+            assert renders.count(blind_sim) == (0 if without_images else 2)
+        renders.clear()
+        np.testing.assert_array_equal(blind.render(), seeing.render())
+        assert renders == [blind_sim]  # rendered on demand, once
+        assert blind.step(actions[0])[0]["pixels"]["image"].any()  # the next normal step renders again
+    finally:
+        seeing.close()
+        blind.close()

@@ -8,6 +8,7 @@ built (the env factory, inside the worker processes).
 from __future__ import annotations
 
 import atexit
+import copy
 import logging
 import weakref
 from typing import Any
@@ -28,7 +29,7 @@ from lerobot.envs.libero import (
     task_description,
     write_libero_config,
 )
-from lerobot.envs.libero_observation import STATE_DIM, format_observation
+from lerobot.envs.libero_observation import STATE_DIM, format_observation, upright_image
 from lerobot.utils.gl import default_mujoco_gl
 
 # Zero motion, gripper open: what LIBERO's evaluations step while objects settle after a reset.
@@ -126,6 +127,7 @@ class LiberoEnv(gym.Env):
         self._init_states: np.ndarray | None = None
         self._observation: dict[str, Any] | None = None
         self._steps = 0
+        self._cameras = _CameraSwitch()
 
     def _ensure_sim(self):
         if self._sim is None:
@@ -149,6 +151,7 @@ class LiberoEnv(gym.Env):
         if seed is not None:
             sim.seed(seed)  # LIBERO's object placement draws from NumPy's global generator
         raw_obs = sim.reset()
+        self._gate_camera_sensors(sim)
         info: dict[str, Any] = {"is_success": False, "task": self.task}
         if self._init_states is not None:
             episode_index = int((options or {}).get("episode_index", 0))
@@ -161,6 +164,7 @@ class LiberoEnv(gym.Env):
             raw_obs, *_ = sim.step(NOOP_ACTION)
         _use_delta_actions(sim, self.control_mode == "relative")
         self._steps = 0
+        self._cameras.unrendered = None
         self._observation = self._format(raw_obs)
         return self._observation, info
 
@@ -169,6 +173,7 @@ class LiberoEnv(gym.Env):
         action = np.asarray(action, dtype=np.float64)
         if action.shape != (ACTION_DIM,):
             raise ValueError(f"LIBERO expects one action of shape ({ACTION_DIM},), got {action.shape}")
+        self._cameras.unrendered = None
         raw_obs, reward, _, _ = sim.step(action)
         self._steps += 1
         success = bool(sim.check_success())
@@ -183,10 +188,22 @@ class LiberoEnv(gym.Env):
             {"is_success": success, "task": self.task},
         )
 
+    def step_without_images(self, action: np.ndarray):
+        """`step`, with black camera images instead of rendered ones: for a step whose images
+        nobody reads (a chunking policy taking queued actions), where the render is most of
+        the cost. `render()` afterwards still renders the real view."""
+        self._cameras.on = False
+        try:
+            return self.step(action)
+        finally:
+            self._cameras.on = True
+
     def render(self) -> np.ndarray:
         """The first camera's upright view of the current state (what the policy saw)."""
         if self._observation is None:
             raise RuntimeError("LiberoEnv.render() needs a reset() first")
+        if self._cameras.unrendered is not None:
+            return self._render_unrendered(self.camera_names[0])
         return self._observation["pixels"][self.camera_keys[self.camera_names[0]]]
 
     def close(self) -> None:
@@ -195,10 +212,56 @@ class LiberoEnv(gym.Env):
             self._close_sim()
             self._sim = None
 
+    def _gate_camera_sensors(self, sim) -> None:
+        """Put the camera switch in front of robosuite's camera sensors, which a hard reset
+        rebuilds. Switching the sensor, not the observable, keeps its sampling clock running:
+        disabling an observable resets its clock, and the next image would come late."""
+        shape = (self.height, self.width, 3)
+        self._cameras.on = False  # installing calls the sensor once; no render for that
+        try:
+            for name in self.camera_names:
+                sensor = sim.env._observables[name]._sensor
+                if not isinstance(sensor, _GatedCamera):
+                    sim.env.modify_observable(name, "sensor", _GatedCamera(sensor, sim, self._cameras, shape))
+        finally:
+            self._cameras.on = True
+
+    def _render_unrendered(self, camera: str) -> np.ndarray:
+        """What `camera` would have shown in the last blind step: robosuite samples images one
+        physics substep before a step ends, so render the data saved then, not the live data."""
+        data = self._sim.sim.data
+        live, data._data = data._data, self._cameras.unrendered
+        try:
+            return upright_image(self._sim.env._observables[camera]._sensor.render({}))
+        finally:
+            data._data = live
+
     def _format(self, raw_obs: dict[str, Any]) -> dict[str, Any]:
         return format_observation(
             raw_obs, self.camera_names, self.camera_keys, with_state=self.obs_type == "pixels_agent_pos"
         )
+
+
+class _CameraSwitch:
+    """Whether camera sensors render; when off, the simulator data a render would have used."""
+
+    def __init__(self):
+        self.on = True
+        self.unrendered = None
+
+
+class _GatedCamera:
+    """A robosuite camera sensor that renders only while its switch is on, else returns black."""
+
+    def __init__(self, render, sim, switch: _CameraSwitch, shape: tuple[int, ...]):
+        self.render, self.sim, self.switch, self.shape = render, sim, switch, shape
+        self.__modality__ = render.__modality__
+
+    def __call__(self, obs_cache: dict) -> np.ndarray:
+        if self.switch.on:
+            return self.render(obs_cache)
+        self.switch.unrendered = copy.copy(self.sim.sim.data._data)
+        return np.zeros(self.shape, dtype=np.uint8)
 
 
 def _use_delta_actions(sim, delta: bool) -> None:
