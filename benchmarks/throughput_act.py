@@ -42,10 +42,15 @@ CASES = (
     "ours-b2",
     "ours-b2-video",
     "lerobot-b2",
+    "lerobot-b1-novideo",
+    "lerobot-b2-novideo",
     "before-b1",
     "before-b2",
 )
 """`before-*`: our lerobot-eval from another source tree (`--before-src`), e.g. an older commit.
+`lerobot-*-novideo`: LeRobot's lerobot-eval with its videos turned off (it has no flag for it:
+`eval_policy_all` is called with `max_episodes_rendered=0`), the like-for-like case of
+`ours-b*`, as LeRobot runs every episode after its tenth.
 `raw-blind`: the raw loop rendering only the observations ACT reads (`step_without_images`
 on the other steps), the floor for a harness that skips unread renders."""
 IMAGE_SIZE = 480
@@ -88,9 +93,24 @@ def descendants_cpu_s():
         grew = bool(new)
     return total / os.sysconf("SC_CLK_TCK")
 
+def without_videos(module):
+    import importlib
+    cli = importlib.import_module(module)
+    evaluate_all = cli.eval_policy_all
+
+    def no_videos(*args, **kwargs):
+        kwargs["videos_dir"].parent.mkdir(parents=True, exist_ok=True)  # the videos made it
+        return evaluate_all(*args, **{**kwargs, "max_episodes_rendered": 0, "videos_dir": None})
+
+    cli.eval_policy_all = no_videos
+    cli.main()
+
 module, sys.argv = sys.argv[1], sys.argv[1:]
 try:
-    runpy.run_module(module, run_name="__main__")
+    if os.environ.get("THROUGHPUT_NO_VIDEOS"):
+        without_videos(module)
+    else:
+        runpy.run_module(module, run_name="__main__")
 except SystemExit as exit_:
     if exit_.code not in (None, 0):
         raise
@@ -249,13 +269,21 @@ def cpu_seconds() -> float:
 
 # --- the CLI runs ------------------------------------------------------------------------
 def run_cli(
-    python: str, module: str, flags: list[str], out: Path, env_steps: int, pythonpath: str | None = None
+    python: str,
+    module: str,
+    flags: list[str],
+    out: Path,
+    env_steps: int,
+    pythonpath: str | None = None,
+    no_videos: bool = False,
 ) -> dict:
     """One lerobot-eval process; env-steps/s over the run's own eval_s and over its wall time."""
     rusage = out.with_suffix(".rusage.json")
     env = {**os.environ, "THROUGHPUT_RUSAGE": str(rusage), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
+    if no_videos:
+        env["THROUGHPUT_NO_VIDEOS"] = "1"
     started = time.perf_counter()
     done = subprocess.run(
         [python, "-c", CLI_WRAPPER, module, *flags], env=env, capture_output=True, text=True
@@ -298,7 +326,10 @@ def run_case(case: str, args: argparse.Namespace, checkpoint: Path, out: Path) -
     batch_size = int(batch.removeprefix("b"))
     if side == "lerobot":
         flags = eval_flags(args, checkpoint, out, batch_size, videos=None)
-        return run_cli(args.lerobot_python, "lerobot.scripts.lerobot_eval", flags, out, env_steps)
+        no_videos = video == ["novideo"]
+        return run_cli(
+            args.lerobot_python, "lerobot.scripts.lerobot_eval", flags, out, env_steps, no_videos=no_videos
+        )
     videos = LEROBOT_VIDEOS if video else 0
     flags = eval_flags(args, checkpoint, out, batch_size, videos=videos)
     pythonpath = str(args.before_src) if side == "before" else None
@@ -366,11 +397,10 @@ def print_table(best: dict[str, dict]) -> None:
         f"{'CPU ms/step':>12} {'main MB':>8} {'child MB':>9}"
     )
     for case, r in best.items():
-        lerobot = (
-            best.get(f"lerobot-{case.split('-')[1]}")
-            if case.startswith("ours") and case.endswith("video")
-            else None
-        )
+        lerobot = None
+        if case.startswith("ours"):
+            batch = case.split("-")[1]
+            lerobot = best.get(f"lerobot-{batch}" if case.endswith("video") else f"lerobot-{batch}-novideo")
         vs_raw = f"{r['steps_per_s'] / raw['steps_per_s']:.3f}" if raw and case != "raw" else "-"
         vs_blind = f"{r['steps_per_s'] / blind['steps_per_s']:.3f}" if blind and case != "raw-blind" else "-"
         vs_lerobot = f"x{r['steps_per_s'] / lerobot['steps_per_s']:.2f}" if lerobot else "-"
