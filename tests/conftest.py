@@ -1,11 +1,26 @@
 import os
 
-import pytest
-import torch
-
 # Headless rendering for every test, workers included (they inherit the environment).
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+# The same CPU arithmetic on every x86 machine, set before torch loads: LeRobot's fixtures were
+# recorded on a CPU with AVX2 and no bfloat16 instructions, and on one with AVX-512 (and
+# AVX512_BF16) torch's own kernels, MKL and oneDNN pick other code paths, whose different
+# summation orders move float32 results by ~1e-4 and bfloat16 ones by ~1e-3: enough to fail
+# the exact comparisons with LeRobot (and diffusion's rows-in-any-batch check) for reasons
+# that have nothing to do with our code. Capped at AVX2, all three reproduce the fixtures.
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+# torch._dynamo imports triton, whose import segfaults in a process that already loaded a
+# renderer (an EGL context, or pygame and its SDL libraries for PushT), as transformers does
+# lazily on its first model. lerobot-eval builds the policy before any env; an xdist worker
+# runs simulator and VLA tests in any order, so it imports dynamo here, first.
+import torch._dynamo  # noqa: E402,F401
 
 
 @pytest.fixture
