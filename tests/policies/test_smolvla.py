@@ -278,3 +278,17 @@ def test_training_from_scratch_with_load_vlm_weights_starts_from_the_vlm(smolvla
     ):
         torch.testing.assert_close(vlm.state_dict()[name], vlm_state[name].to(torch.bfloat16), atol=0, rtol=0)
     assert "model.text_model.layers.4.mlp.up_proj.weight" not in vlm.state_dict()
+
+
+def test_bfloat16_autocast_masks_in_float32_and_stays_near_float32(smolvla_dirs):
+    """`--policy.use_amp=true` runs the policy under autocast, where the attention scores come
+    out of a bfloat16 product; masking them with float32's lowest value overflowed bfloat16: an
+    error at the first chunk on CUDA (seen on an H200), NaN actions on the CPU. As LeRobot does,
+    the scores are cast to float32 before the mask."""
+    recorded, meta = expected("smolvla")
+    loaded = load(smolvla_dirs["smolvla"])
+    batch = loaded.pre(raw_step(recorded, meta, 0))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        chunk = loaded.policy.predict_action_chunk(fresh(batch), noise=recorded["noise"].clone())
+    assert chunk.dtype == torch.float32 and torch.isfinite(chunk).all()
+    torch.testing.assert_close(chunk, recorded["chunk.normalized"], atol=0.1, rtol=0)
