@@ -205,6 +205,8 @@ def main() -> int:
         "--small", action="store_true", help="with --act: a tiny transformer (ResNet-18 still)"
     )
     parser.add_argument("--seed", type=int, default=1000, help="with --act: episode e starts from seed + e")
+    parser.add_argument("--device", default="cpu", help="with --act: where ACT runs (cuda on a GPU machine)")
+    parser.add_argument("--use-amp", action="store_true", help="with --act: ACT under autocast")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("extra", nargs="*", help="more lerobot-eval flags, e.g. --env.camera_names=[corner2]")
     args = parser.parse_args()

@@ -23,8 +23,10 @@ corner2 image, a 4-d state, 4-d actions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -180,11 +182,16 @@ def env_flags(args: argparse.Namespace) -> list[str]:
     return ["--env.type=metaworld", f"--env.task={args.task}", f"--env.episode_length={args.episode_length}"]
 
 
+def policy_device_flags(args: argparse.Namespace) -> list[str]:
+    """Where the policy runs (`--device`, CPU unless a GPU check asks) and under autocast or not."""
+    return [f"--policy.device={args.device}", f"--policy.use_amp={str(args.use_amp).lower()}"]
+
+
 def eval_flags(args: argparse.Namespace, checkpoint: Path, out: Path, batch: int, videos: int) -> list[str]:
     return [
         *env_flags(args),
         f"--policy.path={checkpoint}",
-        "--policy.device=cpu",
+        *policy_device_flags(args),
         f"--eval.n_episodes={args.episodes}",
         f"--eval.batch_size={batch}",
         "--eval.use_async_envs=true",
@@ -215,7 +222,8 @@ def run_raw_loop(args: argparse.Namespace) -> dict:
     from lerobot.processor.observation import observation_to_batch
 
     cfg = parse_config(
-        EvalPipelineConfig, ["--policy.path", str(args.checkpoint), "--policy.device=cpu", *env_flags(args)]
+        EvalPipelineConfig,
+        ["--policy.path", str(args.checkpoint), *policy_device_flags(args), *env_flags(args)],
     )
     policy = make_policy(cfg.policy, env_cfg=cfg.env)
     pre, post = make_pre_post_processors(cfg.policy)
@@ -226,7 +234,8 @@ def run_raw_loop(args: argparse.Namespace) -> dict:
     # From building the env to closing it: the span lerobot-eval's eval_s covers.
     started = time.perf_counter()
     env = cfg.env.env_factory(tasks[0])()
-    with torch.inference_mode():
+    amp = torch.autocast(cfg.policy.device) if args.use_amp else contextlib.nullcontext()
+    with torch.inference_mode(), amp:
         for episode in range(args.episodes):
             observation, _ = env.reset(seed=args.seed + episode)
             done, t = False, 0
@@ -235,7 +244,7 @@ def run_raw_loop(args: argparse.Namespace) -> dict:
                 if t % n_action_steps == 0:
                     batch = pre(observation_to_batch(stack_observations([observation])))
                     chunk = post(policy.predict_action_chunk(batch)[:, :n_action_steps])
-                    actions = np.ascontiguousarray(chunk[0].numpy())
+                    actions = np.ascontiguousarray(chunk[0].float().cpu().numpy())
                     chunks += 1
                 tock = time.perf_counter()
                 read_next = (t + 1) % n_action_steps == 0
@@ -318,8 +327,8 @@ def run_case(case: str, args: argparse.Namespace, checkpoint: Path, out: Path) -
         ] + (["--blind"] if case == "raw-blind" else [])
         child += [
             f"--{k.replace('_', '-')}={getattr(args, k)}"
-            for k in ("task", "episodes", "episode_length", "seed")
-        ]
+            for k in ("task", "episodes", "episode_length", "seed", "device")
+        ] + (["--use-amp"] if args.use_amp else [])
         subprocess.run(child, check=True, env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
         return json.loads(result_file.read_text())
     side, batch, *video = case.split("-")
@@ -342,9 +351,11 @@ def load_average() -> str:
 
 def main(args: argparse.Namespace) -> dict:
     cases = [c for c in args.act_cases.split(",") if c]
-    unknown = sorted(set(cases) - set(CASES))
+    unknown = sorted(c for c in cases if c not in CASES and not re.fullmatch(r"ours-b\d+(-video)?", c))
     if unknown:
-        raise SystemExit(f"--act-cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)}")
+        raise SystemExit(
+            f"--act-cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)} or ours-b<N>[-video]"
+        )
     if any(c.startswith("lerobot") for c in cases) and not args.lerobot_python:
         cases = [c for c in cases if not c.startswith("lerobot")]
         print("no --lerobot-python: LeRobot's runs are skipped")
@@ -421,6 +432,8 @@ def child_main() -> int:
     parser.add_argument("--episode-length", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--blind", action="store_true")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--use-amp", action="store_true")
     args = parser.parse_args()
     args.json.write_text(json.dumps(run_raw_loop(args)))
     return 0

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU check, one command: EGL rendering on the GPU (Meta-World's 480x480 render alone, ACT
+# on CUDA under bf16 autocast in lerobot-eval against the raw loop, the harness against the raw
+# loop with the random policy) and batched VLA inference (SmolVLA and π0.5 at full size, random
+# weights: float32, bf16 autocast, LeRobot's bfloat16 layout, torch.compile). Steps run in
+# order of importance, each under its own time limit, so that a slow or failing one leaves
+# the others' numbers; the log goes to $OUT (or /tmp/gpu_check).
+#
+# A GPU machine has torch but not the simulators: GPU_CHECK_DIR (default .gpu) brings
+#   wheels/  Python 3.12 wheels of what it lacks (mujoco, gymnasium, draccus, PyOpenGL, and
+#            transformers/tokenizers at the releases LeRobot 0.6.1 pins),
+#   site/    Meta-World 3.0.0, installed, without the textures push-v3 does not load (the
+#            whole package is over the device's transfer limit; its renders are identical),
+#   gl/      the glvnd loader packages (libegl1, libopengl0, ...) for the NVIDIA driver's EGL.
+#
+#   bash benchmarks/gpu_check.sh
+set -uo pipefail
+dir="${GPU_CHECK_DIR:-.gpu}"
+python="${PYTHON:-python3}"
+out="${OUT:-/tmp/gpu_check}"
+mkdir -p "$out"
+exec > >(tee -a "$out/gpu_check.log") 2>&1
+
+if [ -d "$dir/gl" ]; then
+    for f in "$dir"/gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+if [ -d "$dir/wheels" ]; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site "$dir"/wheels/*.whl || exit 1
+fi
+nvidia_egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+[ -f "$nvidia_egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES="$nvidia_egl"
+export PYTHONPATH="$PWD/$dir/site:/tmp/site:$PWD/src:$PWD/benchmarks" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+export MUJOCO_GL=egl
+nvidia-smi -L
+nproc
+"$python" -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda, torch.cuda.get_device_name())"
+
+# GPU_CHECK_STEPS="render smolvla" runs only those steps (a rerun); default: all of them.
+only="${GPU_CHECK_STEPS:-render act smolvla pi random compile}"
+step() { # step ID NAME SECONDS COMMAND...
+    local id="$1" name="$2" limit="$3"
+    shift 3
+    case " $only " in *" $id "*) ;; *) return 0 ;; esac
+    echo "=== $name ($(date -u +%T))"
+    local started=$SECONDS
+    timeout "$limit" "$@"
+    echo "=== $name: exit $? in $((SECONDS - started)) s"
+}
+
+step render "EGL renderer and Meta-World's render alone" 60 "$python" - <<'PY'
+import time
+
+from lerobot.envs.metaworld_env import MetaworldEnv
+
+env = MetaworldEnv("push-v3", obs_type="pixels_agent_pos")
+env.reset(seed=0)  # renders: MuJoCo's EGL context is current from here
+from OpenGL import GL
+
+print("GL_VENDOR", GL.glGetString(GL.GL_VENDOR), "GL_RENDERER", GL.glGetString(GL.GL_RENDERER))
+for label, step in (("step + 480x480 render", env.step), ("step alone", env.step_without_images)):
+    env.reset(seed=1)  # 20 + 300 steps fit in one 500-step episode
+    for _ in range(20):
+        step(env.action_space.sample())
+    started = time.perf_counter()
+    for _ in range(300):
+        step(env.action_space.sample())
+    print(f"{label}: {300 / (time.perf_counter() - started):.1f} steps/s in one process")
+env.close()
+PY
+step act "ACT on CUDA + bf16 autocast in lerobot-eval" 150 "$python" benchmarks/throughput.py --act \
+    --device cuda --use-amp --episodes 8 --episode-length 200 --act-cases raw,raw-blind,ours-b1,ours-b8 \
+    --json "$out/act_cuda.json"
+step smolvla "SmolVLA full size" 120 "$python" benchmarks/smolvla_gpu.py
+step pi "pi0.5 full size" 120 "$python" benchmarks/pi_gpu.py --libero-episodes 0 --modes float32 bf16 amp
+step random "harness vs raw loop, random policy, batch 8" 60 "$python" benchmarks/throughput.py \
+    --task push-v3 --episodes 16 --episode-length 100 --batch-size 8 --json "$out/random_b8.json"
+step compile "pi0.5 full size, torch.compile" "${COMPILE_LIMIT_S:-120}" "$python" benchmarks/pi_gpu.py --libero-episodes 0 --modes compile --batch-sizes 1 8
