@@ -281,10 +281,11 @@ def test_training_from_scratch_with_load_vlm_weights_starts_from_the_vlm(smolvla
 
 
 def test_bfloat16_autocast_masks_in_float32_and_stays_near_float32(smolvla_dirs):
-    """`--policy.use_amp=true` runs the policy under autocast, where the attention scores come
-    out of a bfloat16 product; masking them with float32's lowest value overflowed bfloat16: an
-    error at the first chunk on CUDA (seen on an H200), NaN actions on the CPU. As LeRobot does,
-    the scores are cast to float32 before the mask."""
+    """`--policy.use_amp=true` runs the policy under autocast (bfloat16 on the CPU, float16 on
+    CUDA), where the attention scores come out of a half-precision product; masking them with
+    float32's lowest value overflowed it: an error at the first chunk on CUDA (seen on an H200
+    under bfloat16 autocast), NaN actions on the CPU. As LeRobot does, the scores are cast to
+    float32 before the mask."""
     recorded, meta = expected("smolvla")
     loaded = load(smolvla_dirs["smolvla"])
     batch = loaded.pre(raw_step(recorded, meta, 0))
