@@ -12,6 +12,7 @@
 #   site/    Meta-World 3.0.0, installed, without the textures push-v3 does not load (the
 #            whole package is over the device's transfer limit; its renders are identical),
 #   gl/      the glvnd loader packages (libegl1, libopengl0, ...) for the NVIDIA driver's EGL.
+# benchmarks/gpu_check_prepare.sh builds it here; the device call carries it (carry: .gpu).
 #
 #   bash benchmarks/gpu_check.sh
 set -uo pipefail
