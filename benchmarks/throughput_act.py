@@ -234,7 +234,7 @@ def run_raw_loop(args: argparse.Namespace) -> dict:
     # From building the env to closing it: the span lerobot-eval's eval_s covers.
     started = time.perf_counter()
     env = cfg.env.env_factory(tasks[0])()
-    amp = torch.autocast(cfg.policy.device) if args.use_amp else contextlib.nullcontext()
+    amp = torch.autocast(torch.device(cfg.policy.device).type) if args.use_amp else contextlib.nullcontext()
     with torch.inference_mode(), amp:
         for episode in range(args.episodes):
             observation, _ = env.reset(seed=args.seed + episode)

@@ -291,7 +291,7 @@ class SmolVLMWithExpertModel(nn.Module):
         key = key.to(dtype=torch.float32).transpose(1, 2)
         scores = torch.matmul(query, key.transpose(2, 3))
         scores *= self.head_dim**-0.5
-        scores = scores.to(dtype=torch.float32)  # autocast (--policy.use_amp) multiplies in bfloat16
+        scores = scores.to(dtype=torch.float32)  # autocast (--policy.use_amp) multiplies in half precision
         scores = torch.where(mask[:, None, :, :], scores, torch.finfo(torch.float32).min)
         probs = nn.functional.softmax(scores, dim=-1).to(dtype=value.dtype)
         out = torch.matmul(probs, value.permute(0, 2, 1, 3)).permute(0, 2, 1, 3)
