@@ -19,7 +19,7 @@ import numpy as np
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from lerobot.envs.aloha_env import AlohaEnv  # noqa: E402
+from lerobot.envs.aloha.env import AlohaEnv  # noqa: E402
 
 TASK = "AlohaTransferCube-v0"
 

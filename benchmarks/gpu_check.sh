@@ -53,7 +53,7 @@ step() { # step ID NAME SECONDS COMMAND...
 step render "EGL renderer and Meta-World's render alone" 60 "$python" - <<'PY'
 import time
 
-from lerobot.envs.metaworld_env import MetaworldEnv
+from lerobot.envs.metaworld.env import MetaworldEnv
 
 env = MetaworldEnv("push-v3", obs_type="pixels_agent_pos")
 env.reset(seed=0)  # renders: MuJoCo's EGL context is current from here

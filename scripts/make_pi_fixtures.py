@@ -61,7 +61,7 @@ TASKS = [
     # π0.5's prompt step, and π0's newline step must not add a second newline.
     "wave hello to the camera_then push the puck to the goal\n",
 ]
-CORPUS_FILES = ("src/lerobot/envs/libero_tasks.json", "src/lerobot/envs/metaworld_tasks.json")
+CORPUS_FILES = ("src/lerobot/envs/libero/tasks.json", "src/lerobot/envs/metaworld/tasks.json")
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
 # Upscaled by exactly 2 and 4 to 224 px: torch 2.11 (LeRobot's) and 2.15 (ours) resize by other
 # factors (3.5x) differently in the last bit, which bfloat16 rounding would magnify.

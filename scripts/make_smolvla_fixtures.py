@@ -47,7 +47,7 @@ TASKS = [
     # it already ends with a newline, which the newline step must not double.
     "wave hello to the camera, then push the puck to the goal\n",
 ]
-CORPUS_FILES = ("src/lerobot/envs/libero_tasks.json", "src/lerobot/envs/metaworld_tasks.json")
+CORPUS_FILES = ("src/lerobot/envs/libero/tasks.json", "src/lerobot/envs/metaworld/tasks.json")
 SPECIAL_TOKENS = {
     "unk_token": "<|endoftext|>",
     "bos_token": "<|im_start|>",

@@ -28,6 +28,33 @@ LAYERS = [
 LAYER_OF = {package: level for level, packages in enumerate(LAYERS) for package in packages}
 
 
+def imported_modules(path: Path) -> list[str]:
+    """Every module `path` imports, at the top or inside a function (`from a.b import c`
+    imports `a.b`, and `a.b.c` when c is a module)."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+            names.extend(
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if is_module(f"{node.module}.{alias.name}")
+            )
+        elif isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+    return names
+
+
+def is_module(name: str) -> bool:
+    relative = Path(*name.split(".")[1:])
+    return (SRC / relative).with_suffix(".py").is_file() or (SRC / relative / "__init__.py").is_file()
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(("lerobot", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
 def package_imports() -> dict[tuple[str, str], set[str]]:
     """{(importing package, imported package): {"module -> imported module", ...}}."""
     edges: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -35,18 +62,10 @@ def package_imports() -> dict[tuple[str, str], set[str]]:
         parts = path.relative_to(SRC).with_suffix("").parts
         if len(parts) < 2:  # lerobot/__init__.py
             continue
-        module = "lerobot." + ".".join(parts)
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            else:
-                continue
-            for name in names:
-                target = name.split(".")
-                if target[0] == "lerobot" and len(target) > 1 and target[1] != parts[0]:
-                    edges[(parts[0], target[1])].add(f"{module} -> {name}")
+        for name in imported_modules(path):
+            target = name.split(".")
+            if target[0] == "lerobot" and len(target) > 1 and target[1] != parts[0]:
+                edges[(parts[0], target[1])].add(f"{module_name(path)} -> {name}")
     return edges
 
 
@@ -116,3 +135,44 @@ def test_ci_scripts_never_import_torch_or_a_simulator(script, tmp_path):
         f"    runpy.run_path('{script}', run_name='__main__')"
     )
     assert loaded_after(code, cwd=REPO / "scripts" / "ci") == []
+
+
+BENCHMARKS = sorted(p.name for p in (SRC / "envs").iterdir() if (p / "env.py").is_file())
+
+
+def test_every_benchmark_is_a_package_with_its_env_apart():
+    assert BENCHMARKS == ["aloha", "libero", "metaworld", "pusht"]
+    flat = sorted(
+        p.name for p in (SRC / "envs").glob("*.py") if p.stem in BENCHMARKS or p.stem.endswith("_env")
+    )
+    assert flat == []
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_a_benchmark_config_never_imports_its_env_and_the_env_never_imports_the_config(benchmark):
+    """The config names its env by an entry point; the env reads the package's constants
+    from a module of its own (`tasks`), never from the package's `__init__` (the config)."""
+    package = f"lerobot.envs.{benchmark}"
+    env_module = f"{package}.env"
+    wrong = []
+    for path in sorted((SRC / "envs" / benchmark).glob("*.py")):
+        for name in imported_modules(path):
+            if path.stem != "env" and name == env_module:
+                wrong.append(f"{module_name(path)} -> {name}")
+            if path.stem == "env" and name == package:
+                wrong.append(f"{module_name(path)} -> {name}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_a_benchmark_config_names_its_env_class_by_entry_point(benchmark):
+    code = (
+        "import importlib, sys\n"
+        f"package = importlib.import_module('lerobot.envs.{benchmark}')\n"
+        "configs = [v for v in vars(package).values() if isinstance(v, type) and getattr(v, 'env_entry_point', None)]\n"
+        "print(sorted({c.env_entry_point for c in configs}), 'gymnasium' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    entry_points, gymnasium_loaded = out.strip().rsplit(" ", 1)
+    assert entry_points.startswith(f"['lerobot.envs.{benchmark}.env:")
+    assert gymnasium_loaded == "False"

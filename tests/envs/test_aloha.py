@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lerobot.envs.aloha import AlohaEnvConfig, resolve_tasks
-from lerobot.envs.aloha_env import AlohaEnv
+from lerobot.envs.aloha import AlohaEnvConfig
+from lerobot.envs.aloha.env import AlohaEnv
+from lerobot.envs.aloha.tasks import resolve_tasks
 from lerobot.envs.factory import make_env, make_env_config
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.errors import ConfigError

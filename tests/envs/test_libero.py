@@ -16,15 +16,10 @@ import pytest
 import torch
 
 from lerobot.envs.factory import make_env, make_env_config
-from lerobot.envs.libero import (
-    SUITE_EPISODE_LENGTHS,
-    LiberoEnv,
-    LiberoEnvConfig,
-    find_assets_dir,
-    load_suites,
-    write_libero_config,
-)
-from lerobot.envs.libero_observation import agent_state, format_observation, quaternion_to_axis_angle
+from lerobot.envs.libero import LiberoEnv, LiberoEnvConfig
+from lerobot.envs.libero.install import find_assets_dir, write_libero_config
+from lerobot.envs.libero.observation import agent_state, format_observation, quaternion_to_axis_angle
+from lerobot.envs.libero.tasks import SUITE_EPISODE_LENGTHS, load_suites
 from lerobot.policies.random.modeling_random import RandomPolicy
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
@@ -176,7 +171,7 @@ def test_libero_imports_without_prompting_or_stdin(tmp_path):
     """With no ~/.libero, `import libero.libero` would ask questions; our config prevents it."""
     script = textwrap.dedent(
         """
-        from lerobot.envs.libero import write_libero_config
+        from lerobot.envs.libero.install import write_libero_config
         path = write_libero_config()
         import libero.libero
         print(path, libero.libero.get_libero_path("bddl_files"))

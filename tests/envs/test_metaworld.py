@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from lerobot.envs.factory import make_env, make_env_config
-from lerobot.envs.metaworld import MetaworldEnv, MetaworldEnvConfig, resolve_task_groups
+from lerobot.envs.metaworld import MetaworldEnv, MetaworldEnvConfig
+from lerobot.envs.metaworld.tasks import resolve_task_groups
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.errors import ConfigError
 
@@ -187,8 +188,8 @@ def test_episode_length_truncates(metaworld):
 @pytest.mark.parametrize("task", ["push-v3", "assembly-v3"])
 def test_simulator_set_up_matches_metaworld_mt1(metaworld, task):
     """We skip building MT1 (seconds per task) but must simulate exactly what it sets up."""
-    from lerobot.envs.metaworld import CORNER2_POSITION
-    from lerobot.envs.metaworld_env import _build_simulator
+    from lerobot.envs.metaworld.env import _build_simulator
+    from lerobot.envs.metaworld.tasks import CORNER2_POSITION
 
     benchmark = metaworld.MT1(task, seed=42)
     reference = benchmark.train_classes[task]()

@@ -8,7 +8,7 @@ import pytest
 
 from lerobot.envs.factory import make_env, make_env_config
 from lerobot.envs.pusht import PushtEnvConfig
-from lerobot.envs.pusht_env import PushtEnv
+from lerobot.envs.pusht.env import PushtEnv
 from lerobot.processor.observation import observation_to_batch
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError

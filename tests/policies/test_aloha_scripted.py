@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lerobot.envs.aloha_env import AlohaEnv
+from lerobot.envs.aloha.env import AlohaEnv
 from lerobot.policies.aloha_scripted.configuration_aloha_scripted import AlohaScriptedConfig
 from lerobot.policies.aloha_scripted.modeling_aloha_scripted import AlohaScriptedPolicy
 from lerobot.policies.aloha_scripted.waypoints import (

@@ -1,9 +1,12 @@
 """The base of every benchmark config, and the identity of a task.
 
-A benchmark module (`lerobot.envs.metaworld`, ...) subclasses `EnvConfig` and registers it under
+A benchmark package (`lerobot.envs.metaworld`, ...) subclasses `EnvConfig` and registers it under
 its `--env.type`. The config alone says which tasks a run has (`tasks()`): names,
 descriptions, frame rate and step limit are known without starting a simulator or a worker, so
-results, reports and CI scripts never need one to label a task.
+results, reports and CI scripts never need one to label a task. It names its gymnasium env by an
+entry-point string (`env_entry_point`, `"module:Class"`, as Gymnasium's registry does), so the
+config's module never imports its env's: the env module, with gymnasium and the simulator
+behind it, is imported only where an env is built.
 
 A config written LeRobot's way, which only names a gym id (`gym_id`, by default
 `gym_<type>/<task>`) and its `gym_kwargs` (and maybe LeRobot's `features` / `features_map`),
@@ -85,6 +88,9 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     worker_preload: ClassVar[tuple[str, ...]] = ()
     """Modules that worker processes should have imported before they start (simulator
     packages that take seconds to import); they must not create any GL context on import."""
+    env_entry_point: ClassVar[str | None] = None
+    """`"package.module:Class"`: the gymnasium env one task runs in, built with `env_kwargs`.
+    None: LeRobot's gym-id configs, whose envs `gym.make` builds."""
 
     def __post_init__(self) -> None:
         """Checks every benchmark shares; a subclass's own `__post_init__` calls it first."""
@@ -130,7 +136,7 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         """The step limit of an episode of `task_name`: the config's `episode_length`, else (a
         gym-id config) `max_episode_steps` in its gym_kwargs or its registered limit."""
         limit = getattr(self, "episode_length", None)
-        if limit is None and self._uses_default("env_factory"):
+        if limit is None and self.env_entry_point is None:
             limit = self.gym_kwargs.get("max_episode_steps") or self._gym_env_info().max_episode_steps
         return limit
 
@@ -150,11 +156,26 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         """Keyword arguments of `gym.make` (LeRobot's configs define them)."""
         return {}
 
-    def env_factory(self, task_name: str) -> Callable[[], Any]:
-        """A picklable callable that builds one (lazy) gymnasium env of `task_name`.
+    def env_kwargs(self, task_name: str) -> dict[str, Any]:
+        """The keyword arguments `env_entry_point`'s class is built with for `task_name`."""
+        return {}
 
-        Default: `gym.make(self.gym_id, **self.gym_kwargs)`, run inside the worker.
+    @classmethod
+    def env_class(cls) -> type:
+        """The class `env_entry_point` names (imports its module, gymnasium and all)."""
+        if cls.env_entry_point is None:
+            raise TypeError(f"{cls.__name__} names no env_entry_point; its envs come from gym.make")
+        return gym_env.load_entry_point(cls.env_entry_point)
+
+    def env_factory(self, task_name: str) -> Callable[[], Any]:
+        """A picklable callable that builds one (lazy) gymnasium env of `task_name`, inside the
+        worker: `env_entry_point`'s class with `env_kwargs`, else (a gym-id config)
+        `gym.make(self.gym_id, **self.gym_kwargs)`.
         """
+        if self.env_entry_point is not None:
+            return functools.partial(
+                gym_env.make_entry_point_env, self.env_entry_point, self.env_kwargs(task_name)
+            )
         return functools.partial(
             gym_env.make_gym_env,
             self.gym_id,
@@ -168,8 +189,9 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         return self._gym_env_info().task_description
 
     def observation_space(self) -> Any:
-        """One env's gymnasium observation space, known without building a simulator (default:
-        read from one env built and closed in this process)."""
+        """One env's gymnasium observation space, known without building a simulator (read from
+        one env built and closed in this process; the built-in envs build their simulators on
+        first reset, so that costs nothing)."""
         return self._gym_env_info().observation_space
 
     def action_space(self) -> Any:
@@ -192,9 +214,6 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
             info = gym_env.probe(self.env_factory(first))
             self.__dict__["_gym_env_info_cache"] = info
         return info
-
-    def _uses_default(self, method: str) -> bool:
-        return getattr(type(self), method) is getattr(EnvConfig, method)
 
 
 def parse_name_list(value: list[str] | str, flag: str, allowed: Sequence[str]) -> list[str]:

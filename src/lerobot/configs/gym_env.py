@@ -1,5 +1,7 @@
-"""Defaults for env configs written LeRobot's way: a gym id, `gym_kwargs` and maybe `features`.
+"""How an env config's envs are built: from an entry point, or LeRobot's way from a gym id.
 
+The built-in benchmarks name their env class by an entry point (`"module:Class"`, Gymnasium's
+registry form), imported inside the worker that builds the env (`make_entry_point_env`).
 LeRobot's "adding a benchmark" pattern registers an `EnvConfig` subclass that names a
 gymnasium id (`gym_<type>/<task>`, the package `gym_<type>` registers it) and the keyword
 arguments of `gym.make`. Such a config runs here without implementing `EnvConfig`'s other
@@ -49,6 +51,17 @@ def make_gym_env(gym_id: str, package: str, disable_env_checker: bool, gym_kwarg
         if gym_id not in gym.registry:
             raise ConfigError(f"--env.task: {package} was imported but registers no gym id {gym_id!r}")
     return gym.make(gym_id, disable_env_checker=disable_env_checker, **gym_kwargs)
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """The object `"package.module:Name"` names, its module imported now."""
+    module_name, _, name = entry_point.partition(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def make_entry_point_env(entry_point: str, kwargs: Mapping[str, Any]) -> Any:
+    """One env of the class `entry_point` names (what a benchmark config's factory runs in a worker)."""
+    return load_entry_point(entry_point)(**kwargs)
 
 
 def probe(env_factory: Callable[[], Any]) -> GymEnvInfo:

@@ -25,6 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
+from lerobot.utils.gl import default_mujoco_gl
 
 logger = logging.getLogger(__name__)
 
@@ -289,6 +290,10 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def _start_slot(self, env_id: int) -> _InProcessSlot | _WorkerSlot:
         if not self.use_async:
             return _InProcessSlot(self.env_fns[env_id])
+        # MuJoCo picks its GL backend when first imported, in whichever process imports it
+        # first: the fork server preloading a simulator package, or a worker. Both inherit this
+        # process's environment, so the headless default is set here, before either exists.
+        default_mujoco_gl()
         context = mp.get_context(self.context)
         if self.preload_modules and self.context == "forkserver":
             # Imported once in the fork server, so each new worker starts with the simulator

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lerobot.envs import metaworld
+from lerobot.envs.metaworld import tasks as metaworld
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "ci" / "extract_task_descriptions.py"
 
@@ -94,16 +94,17 @@ def test_aloha_and_pusht_tasks_are_in_one_group_named_after_the_benchmark(tmp_pa
 
 @pytest.mark.skipif(importlib.util.find_spec("libero") is None, reason="the libero extra is not installed")
 def test_libero_suite_keys_and_instructions(tmp_path):
-    from lerobot.envs import libero
+    from lerobot.envs.libero import LiberoEnvConfig
+    from lerobot.envs.libero.tasks import task_description
 
     descriptions = extract(tmp_path, "libero", "libero_10,libero_spatial")
 
     assert list(descriptions) == [f"libero_10_{i}" for i in range(10)] + [
         f"libero_spatial_{i}" for i in range(10)
     ]
-    config = libero.LiberoEnvConfig(task="libero_10")
+    config = LiberoEnvConfig(task="libero_10")
     first_task = config.task_groups()["libero_10"][0]
-    assert descriptions["libero_10_0"] == libero.task_description(first_task)
+    assert descriptions["libero_10_0"] == task_description(first_task)
     assert all(isinstance(text, str) and text for text in descriptions.values())
     kept = tmp_path / "kept.json"
     assert (

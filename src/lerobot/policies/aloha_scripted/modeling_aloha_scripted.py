@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from lerobot.envs.aloha import EPISODE_LENGTH, SIM_TASKS
+from lerobot.envs.aloha.tasks import EPISODE_LENGTH, SIM_TASKS
 from lerobot.policies.aloha_scripted.configuration_aloha_scripted import AlohaScriptedConfig
 from lerobot.policies.aloha_scripted.end_effector_sim import joint_commands
 from lerobot.policies.aloha_scripted.waypoints import Plan, insertion_plan, transfer_cube_plan

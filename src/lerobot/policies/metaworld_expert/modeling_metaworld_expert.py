@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lerobot.envs.metaworld import expert_policy_name, load_task_table
+from lerobot.envs.metaworld.tasks import expert_policy_name, load_task_table
 from lerobot.policies.metaworld_expert.configuration_metaworld_expert import MetaworldExpertConfig
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.constants import ENV_TASK, OBS_ENV_STATE

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lerobot.envs.libero import STATE_DIM
+from lerobot.envs.libero.tasks import STATE_DIM
 
 __all__ = ["STATE_DIM", "agent_state", "format_observation", "quaternion_to_axis_angle", "upright_image"]
 # robosuite's names for the parts of the state (the Panda arm is robot 0).

@@ -15,100 +15,38 @@ the full 39-d state as `environment_state`, which the scripted experts read.
 Names: `--env.task=metaworld-push-v3` keeps that spelling as the task's group, so results,
 video folders and CI keys say `metaworld-push-v3_0`, as LeRobot writes them.
 
-This module holds the benchmark's tasks and config and imports neither gymnasium nor NumPy, so
-a command line is checked before either loads; the env itself is `lerobot.envs.metaworld_env`.
+The package: this module holds the config, `tasks` the task table and constants (neither
+imports gymnasium nor NumPy, so a command line is checked before either loads), `env` the
+gymnasium env, which the config names by its entry point.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import json
-import logging
 from dataclasses import dataclass, field
-from importlib import resources
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from lerobot.configs.env import EnvConfig, parse_name_list
 from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.envs.metaworld.tasks import (
+    ACTION_DIM,
+    AGENT_POS_DIM,
+    CAMERAS,
+    FULL_STATE_DIM,
+    MAX_PATH_LENGTH,
+    OBS_TYPES,
+    ObsType,
+    resolve_task_groups,
+    task_description,
+)
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.gl import default_mujoco_gl
-
-logger = logging.getLogger(__name__)
-
-# MuJoCo picks its GL backend when first imported, in whichever process imports it first (the
-# fork server preloading Meta-World, a worker, or this one): make EGL the default before then.
-default_mujoco_gl()
-
-TASK_PREFIX = "metaworld-"
-ACTION_DIM = 4
-AGENT_POS_DIM = 4
-FULL_STATE_DIM = 39
-MAX_PATH_LENGTH = 500
-CAMERAS = ("corner", "corner2", "corner3", "topview", "behindGripper", "gripperPOV")
-# corner2 moved as in LeRobot's Meta-World datasets (after Seo et al., 2022); its images come
-# out upside down from MuJoCo and are rotated 180 degrees.
-CORNER2_POSITION = (0.75, 0.075, 0.7)
-ROTATED_CAMERAS = frozenset({"corner2"})
-ObsType = Literal["pixels", "pixels_agent_pos", "state"]
-OBS_TYPES: tuple[str, ...] = ("pixels", "pixels_agent_pos", "state")
-
-
-@functools.cache
-def load_task_table() -> dict[str, Any]:
-    """Task names, descriptions, difficulty groups and expert class names (shipped JSON)."""
-    text = resources.files("lerobot.envs").joinpath("metaworld_tasks.json").read_text()
-    return json.loads(text)
-
-
-def task_description(task: str) -> str:
-    return load_task_table()["tasks"][task]["description"]
-
-
-def expert_policy_name(task: str) -> str:
-    return load_task_table()["tasks"][task]["expert_policy"]
-
-
-def difficulty_groups() -> dict[str, list[str]]:
-    """{group: tasks} in LeRobot's order, so task ids (and video folders) match its runs."""
-    return {name: list(tasks) for name, tasks in load_task_table()["groups"].items()}
-
-
-def resolve_task_groups(task_arg: str) -> dict[str, list[str]]:
-    """`push-v3`, `metaworld-push-v3`, `easy`, `mt50` or a comma list -> {group: tasks}.
-
-    A group is named as the user wrote it (`metaworld-push-v3` stays so, as in LeRobot's
-    results); the task names inside are Meta-World's own (`push-v3`).
-    """
-    groups = difficulty_groups()
-    known_tasks = load_task_table()["tasks"]
-    resolved: dict[str, list[str]] = {}
-    for token in (t.strip() for t in task_arg.split(",")):
-        name = token.removeprefix(TASK_PREFIX)
-        if name.startswith("libero"):
-            raise ConfigError(
-                f"--env.task={token!r}: a LIBERO suite, not a Meta-World task; use --env.type=libero"
-            )
-        if name in groups:
-            resolved[token] = groups[name]
-        elif name in known_tasks:
-            resolved[token] = [name]
-        else:
-            choices = list(known_tasks) + list(groups)
-            guess = difflib.get_close_matches(name, choices, n=1)
-            hint = f"did you mean {guess[0]!r}? " if guess else ""
-            raise ConfigError(
-                f"--env.task={token!r}: unknown Meta-World task or group; {hint}"
-                f"groups: {', '.join(groups)}; tasks: {', '.join(known_tasks)}"
-            )
-    return resolved
 
 
 @EnvConfig.register_subclass("metaworld")
 @dataclass
 class MetaworldEnvConfig(EnvConfig):
     worker_preload: ClassVar[tuple[str, ...]] = ("metaworld",)
+    env_entry_point: ClassVar[str] = "lerobot.envs.metaworld.env:MetaworldEnv"
 
     task: str = "push-v3"
     """A task (`push-v3`), a group (`easy`, `medium`, `hard`, `very_hard`, `mt50`) or a comma list."""
@@ -161,32 +99,17 @@ class MetaworldEnvConfig(EnvConfig):
     def task_description(self, task_name: str) -> str:
         return task_description(task_name)
 
-    def env_factory(self, task_name: str):
-        from lerobot.envs.metaworld_env import MetaworldEnv
-
-        return functools.partial(
-            MetaworldEnv,
-            task=task_name,
-            obs_type=self.obs_type,
-            camera_names=tuple(self.camera_names),
-            observation_height=self.observation_height,
-            observation_width=self.observation_width,
-            episode_length=self.episode_length,
-            terminate_on_success=self.terminate_on_success,
-            fast_render=self.fast_render,
-        )
-
-    def observation_space(self):
-        from lerobot.envs.metaworld_env import build_observation_space
-
-        return build_observation_space(
-            self.obs_type, tuple(self.camera_names), self.observation_height, self.observation_width
-        )
-
-    def action_space(self):
-        from lerobot.envs.metaworld_env import action_space
-
-        return action_space()
+    def env_kwargs(self, task_name: str) -> dict[str, Any]:
+        return {
+            "task": task_name,
+            "obs_type": self.obs_type,
+            "camera_names": tuple(self.camera_names),
+            "observation_height": self.observation_height,
+            "observation_width": self.observation_width,
+            "episode_length": self.episode_length,
+            "terminate_on_success": self.terminate_on_success,
+            "fast_render": self.fast_render,
+        }
 
     def policy_features(self) -> dict[str, PolicyFeature]:
         features = {ACTION: PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))}
@@ -205,9 +128,7 @@ class MetaworldEnvConfig(EnvConfig):
 
 def __getattr__(name: str) -> Any:
     """`lerobot.envs.metaworld.MetaworldEnv`, where LeRobot code imports the env from; loaded
-    on first use so that importing the benchmark's config stays light."""
+    on first use, through the config's entry point, so that importing the config stays light."""
     if name == "MetaworldEnv":
-        from lerobot.envs.metaworld_env import MetaworldEnv
-
-        return MetaworldEnv
+        return MetaworldEnvConfig.env_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,6 @@
-"""PushT's gym env in LeRobot's observation format, and its spaces (the benchmark's tasks and
-config are in `lerobot.envs.pusht`, which imports neither gymnasium nor NumPy)."""
+"""PushT's gym env in LeRobot's observation format, and its spaces (the benchmark's config is
+`lerobot.envs.pusht`, its task and constants `lerobot.envs.pusht.tasks`; neither imports
+gymnasium nor NumPy)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.envs.pusht import (
+from lerobot.envs.pusht.tasks import (
     ACTION_DIM,
     AGENT_POS_DIM,
     DESCRIPTION,

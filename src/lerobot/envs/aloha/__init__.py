@@ -29,64 +29,35 @@ Actions: 14-d absolute joint targets in the same layout as the state (gripper: 0
 Protocol (ACT): 50 episodes per task, success rate; ACT reports 90% on transfer-cube and 50% on
 insertion when trained on human demonstrations.
 
-This module holds the tasks and config and imports neither gymnasium nor NumPy, so a command
-line is checked before either loads; the env itself is `lerobot.envs.aloha_env`.
+The package: this module holds the config, `tasks` the task names and constants (neither
+imports gymnasium nor NumPy, so a command line is checked before either loads), `env` the
+gymnasium env, which the config names by its entry point.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
 import importlib.util
-import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar
 
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.envs.aloha.tasks import (
+    ACTION_DIM,
+    CAMERA,
+    DESCRIPTIONS,
+    ENV_STATE_DIM,
+    EPISODE_LENGTH,
+    FPS,
+    JOINTS_DIM,
+    OBS_TYPES,
+    ObsType,
+    resolve_tasks,
+)
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.gl import default_mujoco_gl
 
-logger = logging.getLogger(__name__)
-
-# dm_control picks its GL backend when first imported: make EGL the default before then.
-default_mujoco_gl()
-
-TASK_PREFIX = "gym_aloha/"
-# LeRobot's task name -> gym-aloha's task name.
-SIM_TASKS = {"AlohaInsertion-v0": "insertion", "AlohaTransferCube-v0": "transfer_cube"}
-# The instructions LeRobot's aloha_sim_* datasets store.
-DESCRIPTIONS = {
-    "AlohaInsertion-v0": "Insert the peg into the socket.",
-    "AlohaTransferCube-v0": "Pick up the cube with the right arm and transfer it to the left arm.",
-}
-TASKS = tuple(SIM_TASKS)
-FPS = 50
-EPISODE_LENGTH = 400
-MAX_REWARD = 4
-JOINTS_DIM = 14
-ACTION_DIM = 14
-OBJECT_POSE_DIM = 7
-ENV_STATE_DIM = 2 * OBJECT_POSE_DIM
-CAMERA = "top"
 INSTALL_HINT = "install the extra: pip install 'lerobot[aloha]'"
-ObsType = Literal["pixels_agent_pos", "pixels", "state"]
-OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "pixels", "state")
-
-
-def resolve_tasks(task_arg: str) -> list[str]:
-    """`AlohaTransferCube-v0`, `gym_aloha/AlohaInsertion-v0` or a comma list -> task names."""
-    tasks: list[str] = []
-    for token in (t.strip() for t in task_arg.split(",")):
-        name = token.removeprefix(TASK_PREFIX)
-        if name not in SIM_TASKS:
-            guess = difflib.get_close_matches(name, TASKS, n=1)
-            hint = f"did you mean {guess[0]!r}? " if guess else ""
-            raise ConfigError(f"--env.task={token!r}: unknown ALOHA task; {hint}tasks: {', '.join(TASKS)}")
-        if name not in tasks:
-            tasks.append(name)
-    return tasks
 
 
 def check_installed() -> None:
@@ -99,6 +70,8 @@ def check_installed() -> None:
 @EnvConfig.register_subclass("aloha")
 @dataclass
 class AlohaEnvConfig(EnvConfig):
+    env_entry_point: ClassVar[str] = "lerobot.envs.aloha.env:AlohaEnv"
+
     task: str = "AlohaInsertion-v0"
     """`AlohaInsertion-v0`, `AlohaTransferCube-v0` or a comma list of both."""
     fps: int = FPS
@@ -131,27 +104,14 @@ class AlohaEnvConfig(EnvConfig):
     def task_description(self, task_name: str) -> str:
         return DESCRIPTIONS[task_name]
 
-    def env_factory(self, task_name: str):
-        from lerobot.envs.aloha_env import AlohaEnv
-
-        return functools.partial(
-            AlohaEnv,
-            task=task_name,
-            obs_type=self.obs_type,
-            observation_height=self.observation_height,
-            observation_width=self.observation_width,
-            episode_length=self.episode_length,
-        )
-
-    def observation_space(self):
-        from lerobot.envs.aloha_env import build_observation_space
-
-        return build_observation_space(self.obs_type, self.observation_height, self.observation_width)
-
-    def action_space(self):
-        from lerobot.envs.aloha_env import build_action_space
-
-        return build_action_space()
+    def env_kwargs(self, task_name: str) -> dict[str, Any]:
+        return {
+            "task": task_name,
+            "obs_type": self.obs_type,
+            "observation_height": self.observation_height,
+            "observation_width": self.observation_width,
+            "episode_length": self.episode_length,
+        }
 
     def policy_features(self) -> dict[str, PolicyFeature]:
         features = {}
@@ -166,9 +126,7 @@ class AlohaEnvConfig(EnvConfig):
 
 
 def __getattr__(name: str) -> Any:
-    """`lerobot.envs.aloha.AlohaEnv`, loaded on first use so the config module stays light."""
+    """`lerobot.envs.aloha.AlohaEnv`, loaded on first use through the config's entry point."""
     if name == "AlohaEnv":
-        from lerobot.envs.aloha_env import AlohaEnv
-
-        return AlohaEnv
+        return AlohaEnvConfig.env_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,9 @@
 """The LIBERO simulator as a gymnasium env (see `lerobot.envs.libero` for the benchmark).
 
 Kept apart from the benchmark's config so that parsing and validating a command line never
-imports gymnasium, NumPy, robosuite or MuJoCo: this module is imported only where an env is
-built (the env factory, inside the worker processes).
+imports gymnasium, NumPy, robosuite or MuJoCo: the config names `LiberoEnv` by its entry point,
+and this module is imported only where an env is built (inside the worker processes, or once
+to read the spaces).
 """
 
 from __future__ import annotations
@@ -17,19 +18,18 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.envs.libero import (
+from lerobot.envs.libero.install import find_assets_dir, find_libero_root, write_libero_config
+from lerobot.envs.libero.observation import format_observation, upright_image
+from lerobot.envs.libero.tasks import (
     ACTION_DIM,
     CAMERAS,
     CONTROL_MODES,
     DEFAULT_CAMERA_KEYS,
+    STATE_DIM,
     SUITE_EPISODE_LENGTHS,
-    find_assets_dir,
-    find_libero_root,
     suite_of,
     task_description,
-    write_libero_config,
 )
-from lerobot.envs.libero_observation import STATE_DIM, format_observation, upright_image
 from lerobot.utils.gl import default_mujoco_gl
 
 # Zero motion, gripper open: what LIBERO's evaluations step while objects settle after a reset.

@@ -1,8 +1,9 @@
 """The Meta-World simulator as a gymnasium env (see `lerobot.envs.metaworld` for the benchmark).
 
 Kept apart from the benchmark's config so that parsing and validating a command line never
-imports gymnasium, NumPy or MuJoCo: this module is imported only where an env is built (the
-env factory, inside the worker processes).
+imports gymnasium, NumPy or MuJoCo: the config names `MetaworldEnv` by its entry point, and this
+module is imported only where an env is built (inside the worker processes, or once to read
+the spaces).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.envs.metaworld import (
+from lerobot.envs.metaworld.tasks import (
     ACTION_DIM,
     AGENT_POS_DIM,
     CORNER2_POSITION,
@@ -25,10 +26,6 @@ from lerobot.envs.metaworld import (
     task_description,
 )
 from lerobot.utils.gl import default_mujoco_gl
-
-# MuJoCo picks its GL backend when first imported, in whichever process imports it first (the
-# fork server preloading Meta-World, a worker, or this one): make EGL the default before then.
-default_mujoco_gl()
 
 
 class MetaworldEnv(gym.Env):

@@ -1,5 +1,6 @@
-"""ALOHA's gym env in LeRobot's observation format, and its spaces (the benchmark's tasks and
-config are in `lerobot.envs.aloha`, which imports neither gymnasium nor NumPy)."""
+"""ALOHA's gym env in LeRobot's observation format, and its spaces (the benchmark's config is
+`lerobot.envs.aloha`, its tasks and constants `lerobot.envs.aloha.tasks`; neither imports
+gymnasium nor NumPy)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.envs.aloha import (
+from lerobot.envs.aloha.tasks import (
     ACTION_DIM,
     CAMERA,
     DESCRIPTIONS,

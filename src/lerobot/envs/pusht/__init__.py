@@ -21,49 +21,40 @@ Actions: 2-d, the pusher's target position in pixels of the 512x512 workspace ([
 Protocol (Diffusion Policy, Chi et al. 2023): 50 episodes from fixed seeds, reporting success rate
 and the mean of the episodes' maximum coverage reward.
 
-This module holds the task and config and imports neither gymnasium nor NumPy, so a command line
-is checked before either loads; the env itself is `lerobot.envs.pusht_env`.
+The package: this module holds the config, `tasks` the task and constants (neither imports
+gymnasium nor NumPy, so a command line is checked before either loads), `env` the gymnasium env,
+which the config names by its entry point.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.util
-import logging
 import os
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.envs.pusht.tasks import (
+    ACTION_DIM,
+    AGENT_POS_DIM,
+    DESCRIPTION,
+    EPISODE_LENGTH,
+    FPS,
+    KEYPOINTS_DIM,
+    OBS_TYPES,
+    STATE_DIM,
+    TASK,
+    ObsType,
+    resolve_task,
+)
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_STATE
 from lerobot.utils.errors import ConfigError
-
-logger = logging.getLogger(__name__)
 
 # pygame (gym-pusht draws with it) prints a banner on import unless told not to.
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-TASK = "PushT-v0"
-TASK_PREFIX = "gym_pusht/"
-DESCRIPTION = "Push the T-shaped block onto the T-shaped target."
-FPS = 10
-EPISODE_LENGTH = 300
-ACTION_DIM = 2
-AGENT_POS_DIM = 2
-STATE_DIM = 5
-KEYPOINTS_DIM = 16
-WORKSPACE_SIZE = 512.0
 INSTALL_HINT = "install the extra: pip install 'lerobot[pusht]'"
-ObsType = Literal["pixels_agent_pos", "environment_state_agent_pos", "state"]
-OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "environment_state_agent_pos", "state")
-
-
-def resolve_task(task_arg: str) -> str:
-    """`PushT-v0` or `gym_pusht/PushT-v0` -> `PushT-v0`; anything else is a one-line error."""
-    if task_arg.strip().removeprefix(TASK_PREFIX) != TASK:
-        raise ConfigError(f"--env.task={task_arg!r}: unknown PushT task; the one task is {TASK!r}")
-    return TASK
 
 
 def check_installed() -> None:
@@ -76,6 +67,7 @@ def check_installed() -> None:
 @dataclass
 class PushtEnvConfig(EnvConfig):
     worker_preload: ClassVar[tuple[str, ...]] = ("gym_pusht.envs.pusht",)
+    env_entry_point: ClassVar[str] = "lerobot.envs.pusht.env:PushtEnv"
 
     task: str = TASK
     """The one PushT task, `PushT-v0`."""
@@ -119,28 +111,15 @@ class PushtEnvConfig(EnvConfig):
     def task_description(self, task_name: str) -> str:
         return DESCRIPTION
 
-    def env_factory(self, task_name: str):
-        from lerobot.envs.pusht_env import PushtEnv
-
-        return functools.partial(
-            PushtEnv,
-            obs_type=self.obs_type,
-            observation_height=self.observation_height,
-            observation_width=self.observation_width,
-            visualization_height=self.visualization_height,
-            visualization_width=self.visualization_width,
-            episode_length=self.episode_length,
-        )
-
-    def observation_space(self):
-        from lerobot.envs.pusht_env import build_observation_space
-
-        return build_observation_space(self.obs_type, self.observation_height, self.observation_width)
-
-    def action_space(self):
-        from lerobot.envs.pusht_env import build_action_space
-
-        return build_action_space()
+    def env_kwargs(self, task_name: str) -> dict[str, Any]:
+        return {
+            "obs_type": self.obs_type,
+            "observation_height": self.observation_height,
+            "observation_width": self.observation_width,
+            "visualization_height": self.visualization_height,
+            "visualization_width": self.visualization_width,
+            "episode_length": self.episode_length,
+        }
 
     def policy_features(self) -> dict[str, PolicyFeature]:
         features = {ACTION: PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))}
@@ -158,9 +137,7 @@ class PushtEnvConfig(EnvConfig):
 
 
 def __getattr__(name: str) -> Any:
-    """`lerobot.envs.pusht.PushtEnv`, loaded on first use so the config module stays light."""
+    """`lerobot.envs.pusht.PushtEnv`, loaded on first use through the config's entry point."""
     if name == "PushtEnv":
-        from lerobot.envs.pusht_env import PushtEnv
-
-        return PushtEnv
+        return PushtEnvConfig.env_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
