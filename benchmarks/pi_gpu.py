@@ -85,10 +85,10 @@ def libero_episodes_per_minute(args) -> None:
     """Real libero_spatial task-0 episodes (random weights: each runs to the step limit)."""
     from lerobot.configs.eval import EvalConfig
     from lerobot.envs.factory import make_env_config, make_task_env
-    from lerobot.evaluation.backend import LocalBackend
-    from lerobot.evaluation.plan import RunPlan
-    from lerobot.evaluation.rollout import RolloutSettings
-    from lerobot.evaluation.runner import run_plan
+    from lerobot.evaluation.run.backend import LocalBackend
+    from lerobot.evaluation.run.collector import run_plan
+    from lerobot.evaluation.run.plan import RunPlan
+    from lerobot.evaluation.run.rollout import RolloutSettings
     from lerobot.processor.language import StatePromptTask, TaskTokenizer, TokenizerSettings
     from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor
 

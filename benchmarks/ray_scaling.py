@@ -31,11 +31,11 @@ import lerobot.policies  # noqa: E402,F401
 from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
 from lerobot.configs.parser import parse_config  # noqa: E402
 from lerobot.evaluation.evaluate import evaluate, rollout_settings  # noqa: E402
-from lerobot.evaluation.journal import EpisodeJournal  # noqa: E402
-from lerobot.evaluation.plan import RunPlan  # noqa: E402
-from lerobot.evaluation.provenance import cpu_model  # noqa: E402
-from lerobot.evaluation.ray_backend import RayBackend  # noqa: E402
-from lerobot.evaluation.runner import run_plan  # noqa: E402
+from lerobot.evaluation.run.collector import run_plan  # noqa: E402
+from lerobot.evaluation.run.plan import RunPlan  # noqa: E402
+from lerobot.evaluation.run.ray_backend import RayBackend  # noqa: E402
+from lerobot.evaluation.store.journal import EpisodeJournal  # noqa: E402
+from lerobot.evaluation.store.provenance import cpu_model  # noqa: E402
 
 
 class TimedJournal(EpisodeJournal):

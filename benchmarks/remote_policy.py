@@ -73,7 +73,7 @@ def evaluate(index: int, args: argparse.Namespace, port: int | None, gpu_lock, r
 
     import lerobot.envs  # noqa: F401
     from lerobot.envs.factory import make_env_config, make_task_env
-    from lerobot.evaluation.rollout import RolloutSettings, run_episodes
+    from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
     from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
     from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
 
@@ -216,7 +216,7 @@ def time_calls(policy, batch: dict, n_calls: int) -> float:
 
 
 def describe_machine() -> str:
-    from lerobot.evaluation.provenance import cpu_model
+    from lerobot.evaluation.store.provenance import cpu_model
 
     cpu = cpu_model() or platform.processor() or "?"
     return f"{os.cpu_count()} cores ({cpu}), load average {os.getloadavg()[0]:.1f} at start, Python {platform.python_version()}"

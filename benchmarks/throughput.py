@@ -39,7 +39,7 @@ import lerobot.policies  # noqa: E402,F401
 from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
 from lerobot.configs.parser import parse_config  # noqa: E402
 from lerobot.evaluation.evaluate import evaluate  # noqa: E402
-from lerobot.evaluation.provenance import cpu_model  # noqa: E402
+from lerobot.evaluation.store.provenance import cpu_model  # noqa: E402
 
 
 def eval_args(args: argparse.Namespace, out: Path, policy: str, continuous: bool = True) -> list[str]:

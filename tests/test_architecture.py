@@ -176,3 +176,28 @@ def test_a_benchmark_config_names_its_env_class_by_entry_point(benchmark):
     entry_points, gymnasium_loaded = out.strip().rsplit(" ", 1)
     assert entry_points.startswith(f"['lerobot.envs.{benchmark}.env:")
     assert gymnasium_loaded == "False"
+
+
+EVALUATION_LAYERS = [{"results", "intervals"}, {"report"}, {"store"}, {"run"}, {"evaluate"}, {"adapters"}]
+"""The concerns of `lerobot.evaluation`, lowest first: the result model, its views, what lands
+on disk, running, the one entry point, and the other ways in (LeRobot's API, recording)."""
+
+
+def test_evaluation_concerns_import_downwards_only():
+    layer_of = {name: level for level, names in enumerate(EVALUATION_LAYERS) for name in names}
+    root = SRC / "evaluation"
+    found = {
+        p.stem if p.suffix == ".py" else p.name for p in root.iterdir() if p.suffix == ".py" or p.is_dir()
+    }
+    assert found - {"__init__", "__pycache__"} == set(layer_of)
+    upward = []
+    for path in root.rglob("*.py"):
+        source = path.relative_to(root).parts[0].removesuffix(".py")
+        if source == "__init__":
+            continue
+        for name in imported_modules(path):
+            parts = name.split(".")
+            inside = parts[:2] == ["lerobot", "evaluation"] and len(parts) > 2
+            if inside and layer_of[parts[2]] > layer_of[source]:
+                upward.append(f"{module_name(path)} -> {name}")
+    assert upward == []

@@ -9,7 +9,7 @@ import pytest
 
 from lerobot.configs.record import FileLimits
 from lerobot.datasets.reader import load_episodes
-from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from tests.datasets.conftest import CAMERA, FPS, grey_levels, record
 from tests.evaluation.test_rollout import RecordingPolicy, make_vec
 

@@ -15,11 +15,11 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.evaluation import backend as backend_module
-from lerobot.evaluation.backend import LocalBackend
-from lerobot.evaluation.plan import RunPlan
-from lerobot.evaluation.rollout import RolloutSettings
-from lerobot.evaluation.runner import run_plan
+from lerobot.evaluation.run import backend as backend_module
+from lerobot.evaluation.run.backend import LocalBackend
+from lerobot.evaluation.run.collector import run_plan
+from lerobot.evaluation.run.plan import RunPlan
+from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.constants import ENV_TASK

@@ -17,7 +17,7 @@ from gymnasium import spaces
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.factory import make_task_env
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
 from lerobot.policies.pretrained import PreTrainedPolicy
 from tests.fakes import FakeEnv

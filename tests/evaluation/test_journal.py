@@ -4,8 +4,8 @@ import json
 import logging
 
 from lerobot.configs.env import TaskSpec
-from lerobot.evaluation.journal import EpisodeJournal
 from lerobot.evaluation.results import EpisodeResult
+from lerobot.evaluation.store.journal import EpisodeJournal
 
 TASK = TaskSpec("reach-v3", 0, "reach-v3", "Reach a goal position", fps=80)
 

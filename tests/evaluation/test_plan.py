@@ -2,7 +2,7 @@
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import EvalConfig
-from lerobot.evaluation.plan import RunPlan, WorkUnit, shard_episodes
+from lerobot.evaluation.run.plan import RunPlan, WorkUnit, shard_episodes
 
 
 def test_units_skip_done_episodes_and_other_shards():

@@ -2,8 +2,8 @@ import io
 
 import pytest
 
-from lerobot.evaluation.progress import TaskProgress, progress_enabled
 from lerobot.evaluation.results import EpisodeResult
+from lerobot.evaluation.run.progress import TaskProgress, progress_enabled
 
 
 class FakeTerminal(io.StringIO):

@@ -9,8 +9,8 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import parse_config
-from lerobot.evaluation.provenance import collect_provenance, git_revision, iso_utc, reproduce_command
-from lerobot.evaluation.resume import encode_config
+from lerobot.evaluation.store.output_dir import encode_config
+from lerobot.evaluation.store.provenance import collect_provenance, git_revision, iso_utc, reproduce_command
 
 
 def test_reproduce_command_parses_back_to_the_same_settings(tmp_path):
@@ -49,7 +49,7 @@ def test_versions_come_from_metadata_without_importing_simulators():
     script = textwrap.dedent(
         """
         import sys
-        from lerobot.evaluation.provenance import package_versions
+        from lerobot.evaluation.store.provenance import package_versions
         versions = package_versions()
         print(sorted(versions), "mujoco" in sys.modules or "metaworld" in sys.modules or "libero" in sys.modules)
         """

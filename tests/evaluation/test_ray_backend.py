@@ -19,10 +19,10 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.parser import parse_config
-from lerobot.evaluation.journal import JOURNAL_FILENAME, EpisodeJournal
-from lerobot.evaluation.plan import RunPlan
 from lerobot.evaluation.results import TaskResult
-from lerobot.evaluation.runner import run_plan
+from lerobot.evaluation.run.collector import run_plan
+from lerobot.evaluation.run.plan import RunPlan
+from lerobot.evaluation.store.journal import JOURNAL_FILENAME, EpisodeJournal
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
 
@@ -81,7 +81,7 @@ def local_outcomes(local_run) -> dict[EpisodeKey, tuple]:
 
 def run_on_ray(out: Path, *extra: str) -> list[TaskResult]:
     from lerobot.evaluation.evaluate import rollout_settings
-    from lerobot.evaluation.ray_backend import RayBackend
+    from lerobot.evaluation.run.ray_backend import RayBackend
 
     cfg = parse_config(EvalPipelineConfig, [*FLAGS, *RAY_FLAGS, *extra, f"--output_dir={out}"])
     journal = EpisodeJournal(out)
@@ -118,7 +118,7 @@ def test_ray_results_equal_local_results(ray_instance, local_outcomes, tmp_path)
 
 @pytest.mark.slow
 def test_a_killed_worker_loses_no_episode(ray_instance, local_outcomes, tmp_path, caplog):
-    from lerobot.evaluation.ray_backend import WORKER_NAME_PREFIX
+    from lerobot.evaluation.run.ray_backend import WORKER_NAME_PREFIX
 
     earlier_actors = set(ray_instance.util.list_named_actors())
     killed: list[str] = []
@@ -139,7 +139,7 @@ def test_a_killed_worker_loses_no_episode(ray_instance, local_outcomes, tmp_path
 
     killer = threading.Thread(target=kill_one_worker_after_the_first_unit, daemon=True)
     killer.start()
-    with caplog.at_level(logging.WARNING, logger="lerobot.evaluation.ray_backend"):
+    with caplog.at_level(logging.WARNING, logger="lerobot.evaluation.run.ray_backend"):
         tasks = run_on_ray(tmp_path)
     killer.join()
 
@@ -181,7 +181,7 @@ def test_resume_runs_only_what_the_local_backend_did_not_finish(
     ],
 )
 def test_number_of_workers(kwargs, resources, n_units, expected):
-    from lerobot.evaluation.ray_backend import resolve_num_workers
+    from lerobot.evaluation.run.ray_backend import resolve_num_workers
 
     eval_cfg = EvalConfig(backend="ray", **kwargs)
     assert resolve_num_workers(eval_cfg, resources, n_units) == expected
@@ -240,7 +240,7 @@ def test_the_ray_driver_checks_the_policy_on_the_cpu(tmp_path):
 
 
 def test_a_run_may_resume_on_the_other_backend(tmp_path):
-    from lerobot.evaluation.resume import config_differences, encode_config
+    from lerobot.evaluation.store.output_dir import config_differences, encode_config
 
     local = parse_config(EvalPipelineConfig, [*FLAGS, f"--output_dir={tmp_path}"])
     on_ray = parse_config(
@@ -306,7 +306,7 @@ def test_ray_backend_under_uv_run(tmp_path):
 
 
 def test_a_pool_without_any_live_worker_stops_with_one_line(ray_instance, tmp_path, monkeypatch):
-    from lerobot.evaluation import ray_backend
+    from lerobot.evaluation.run import ray_backend
 
     monkeypatch.setattr(ray_backend, "WORKER_START_TIMEOUT_S", 0.0)
     with pytest.raises(

@@ -15,11 +15,11 @@ import pytest
 from lerobot.configs.env import TaskSpec
 from lerobot.datasets.reader import load_episodes, read_info
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.backend import LocalBackend
-from lerobot.evaluation.plan import RunPlan
-from lerobot.evaluation.recording import EvalRecorders
-from lerobot.evaluation.rollout import RolloutSettings
-from lerobot.evaluation.runner import run_plan
+from lerobot.evaluation.run.backend import LocalBackend
+from lerobot.evaluation.run.collector import run_plan
+from lerobot.evaluation.run.plan import RunPlan
+from lerobot.evaluation.run.recording import EvalRecorders
+from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.scripts.lerobot_eval import main
 from tests.evaluation.test_rollout import RecordingPolicy, expected_length, make_vec
 from tests.fakes import FakeEnv, fake_spaces

@@ -5,7 +5,7 @@ import functools
 import numpy as np
 
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.rollout import RolloutSettings, run_episodes
+from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.policies.random.configuration_random import RandomConfig
 from lerobot.policies.random.modeling_random import RandomPolicy
 from tests.fakes import FakeEnv, fake_spaces
@@ -64,8 +64,8 @@ def test_signals_wait_for_the_end_of_a_journal_append(tmp_path):
     import signal
 
     from lerobot.configs.env import TaskSpec
-    from lerobot.evaluation.journal import EpisodeJournal
     from lerobot.evaluation.results import EpisodeResult
+    from lerobot.evaluation.store.journal import EpisodeJournal
     from lerobot.utils.signals import Interrupted, interrupts_as_exceptions, signals_deferred
 
     journal = EpisodeJournal(tmp_path)

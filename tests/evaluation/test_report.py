@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lerobot.evaluation.comparison import run_labels
 from lerobot.evaluation.report import write_comparison, write_report
-from lerobot.evaluation.report_html import video_href
-from lerobot.evaluation.report_text import render_task_table
+from lerobot.evaluation.report.comparison import run_labels
+from lerobot.evaluation.report.html import video_href
+from lerobot.evaluation.report.text import render_task_table
 from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult, load_run, run_from_eval_info
 from lerobot.utils.io import write_json_atomic
 

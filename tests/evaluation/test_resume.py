@@ -11,7 +11,7 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import parse_config
-from lerobot.evaluation.resume import claimed_output_dir
+from lerobot.evaluation.store.output_dir import claimed_output_dir
 from lerobot.utils.errors import ConfigError
 
 FLAGS = ["--policy.type=random", "--env.type=metaworld", "--env.obs_type=state"]

@@ -9,9 +9,9 @@ import torch
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.lerobot_compat import eval_policy, eval_policy_all
-from lerobot.evaluation.plan import shard_episodes
-from lerobot.evaluation.rollout import RolloutSettings, run_episodes
+from lerobot.evaluation.adapters.lerobot_compat import eval_policy, eval_policy_all
+from lerobot.evaluation.run.plan import shard_episodes
+from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.random.configuration_random import RandomConfig
 from lerobot.policies.random.modeling_random import RandomPolicy

@@ -3,7 +3,7 @@ case, a policy server that goes away or reports an error, is in tests/policies/w
 
 import numpy as np
 
-from lerobot.evaluation.rollout import RolloutSettings, run_episodes
+from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.policies.random.configuration_random import RandomConfig
 from lerobot.policies.random.modeling_random import RandomPolicy
 from lerobot.utils.errors import HarnessError, PolicyError

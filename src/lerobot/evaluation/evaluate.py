@@ -14,16 +14,16 @@ from pathlib import Path
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.factory import make_task_env
-from lerobot.evaluation.backend import EvalBackend, LocalBackend
-from lerobot.evaluation.journal import EpisodeJournal
-from lerobot.evaluation.plan import RunPlan
-from lerobot.evaluation.provenance import utc_now
-from lerobot.evaluation.recording import EvalRecorders
-from lerobot.evaluation.result_files import write_results
 from lerobot.evaluation.results import RunResult
-from lerobot.evaluation.resume import claimed_output_dir
-from lerobot.evaluation.rollout import RolloutSettings
-from lerobot.evaluation.runner import RunCollector
+from lerobot.evaluation.run.backend import EvalBackend, LocalBackend
+from lerobot.evaluation.run.collector import RunCollector
+from lerobot.evaluation.run.plan import RunPlan
+from lerobot.evaluation.run.recording import EvalRecorders
+from lerobot.evaluation.run.rollout import RolloutSettings
+from lerobot.evaluation.store.journal import EpisodeJournal
+from lerobot.evaluation.store.output_dir import claimed_output_dir
+from lerobot.evaluation.store.provenance import utc_now
+from lerobot.evaluation.store.result_files import write_results
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.utils.errors import ResultsWriteError
 
@@ -60,7 +60,7 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
         make_policy(
             driver_policy_config(cfg), env_cfg=cfg.env, rename_map=cfg.rename_map
         ).close()  # only a check: each actor builds its own
-        from lerobot.evaluation.ray_backend import RayBackend  # imports ray
+        from lerobot.evaluation.run.ray_backend import RayBackend  # imports ray
 
         return RayBackend(cfg, settings)
     policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)

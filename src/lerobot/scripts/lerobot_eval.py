@@ -25,7 +25,7 @@ from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, ResultsWriteError
 
 if TYPE_CHECKING:
-    from lerobot.evaluation.lerobot_compat import eval_policy, eval_policy_all, rollout
+    from lerobot.evaluation.adapters.lerobot_compat import eval_policy, eval_policy_all, rollout
     from lerobot.evaluation.results import RunResult
 
 __all__ = ["eval_main", "eval_policy", "eval_policy_all", "main", "rollout"]
@@ -33,7 +33,7 @@ __all__ = ["eval_main", "eval_policy", "eval_policy_all", "main", "rollout"]
 logger = logging.getLogger(__name__)
 
 # For code written against LeRobot this module also offers `eval_main(cfg)` and LeRobot's
-# `eval_policy`, `eval_policy_all` and `rollout` (from lerobot.evaluation.lerobot_compat). Those
+# `eval_policy`, `eval_policy_all` and `rollout` (from lerobot.evaluation.adapters.lerobot_compat). Those
 # are imported on first use: importing this module, parsing and checking a command line load
 # neither torch nor a simulator, so bad input is answered in a fraction of a second.
 _LEROBOT_FUNCTIONS = ("eval_policy", "eval_policy_all", "rollout")
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lerobot.utils.signals import Interrupted
 
     try:
-        from lerobot.evaluation.resume import check_output_dir  # no torch, no simulator
+        from lerobot.evaluation.store.output_dir import check_output_dir  # no torch, no simulator
 
         check_output_dir(cfg)
         run = run_evaluation(cfg)
@@ -100,7 +100,7 @@ def run_evaluation(cfg: EvalPipelineConfig) -> RunResult:
 def __getattr__(name: str) -> Any:
     """`eval_policy`, `eval_policy_all` and `rollout`, imported (with torch) on first use."""
     if name in _LEROBOT_FUNCTIONS:
-        from lerobot.evaluation import lerobot_compat
+        from lerobot.evaluation.adapters import lerobot_compat
 
         return getattr(lerobot_compat, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

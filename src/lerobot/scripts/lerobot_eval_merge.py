@@ -13,7 +13,7 @@ from pathlib import Path
 
 import lerobot.envs  # noqa: F401  (registers --env.type values, needed to read run configs)
 from lerobot.configs.parser import USAGE_EXIT_CODE
-from lerobot.evaluation.merge import merge_runs
+from lerobot.evaluation.store.merge import merge_runs
 from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, ResultsWriteError
 from lerobot.utils.logging_utils import init_logging
 

@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = start_cli(RecordSimConfig, argv, prog="lerobot-record-sim", description=__doc__)
     if isinstance(cfg, int):
         return cfg
-    from lerobot.evaluation.recording import record_sim  # loads torch: only once the config is good
+    from lerobot.evaluation.adapters.record_sim import record_sim  # loads torch: only once the config is good
 
     try:
         root = record_sim(cfg)

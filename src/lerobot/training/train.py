@@ -24,13 +24,13 @@ from lerobot.configs.train import TrainPipelineConfig
 from lerobot.configs.types import FeatureType, NormalizationMode
 from lerobot.datasets.reader import EpisodeFrames, load_episodes
 from lerobot.envs.factory import make_task_env
-from lerobot.evaluation.backend import LocalBackend
-from lerobot.evaluation.journal import EpisodeJournal
-from lerobot.evaluation.plan import RunPlan
 from lerobot.evaluation.report import write_report
-from lerobot.evaluation.result_files import write_eval_info
-from lerobot.evaluation.rollout import RolloutSettings
-from lerobot.evaluation.runner import run_plan
+from lerobot.evaluation.run.backend import LocalBackend
+from lerobot.evaluation.run.collector import run_plan
+from lerobot.evaluation.run.plan import RunPlan
+from lerobot.evaluation.run.rollout import RolloutSettings
+from lerobot.evaluation.store.journal import EpisodeJournal
+from lerobot.evaluation.store.result_files import write_eval_info
 from lerobot.policies.checkpoint import load_weights
 from lerobot.policies.factory import make_policy, policy_class
 from lerobot.policies.pretrained import PreTrainedPolicy

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from lerobot.envs.factory import make_env_config, make_task_env
-from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.factory import make_policy
 from lerobot.policies.websocket import wire
 from lerobot.policies.websocket.configuration_websocket import WebsocketConfig

@@ -1,10 +1,5 @@
-"""Roll a policy out in simulation and record the episodes as a LeRobot dataset.
-
-The episodes run through the same rollout loop as `lerobot-eval` (same seeds, same
-observation-to-batch mapping); the loop's per-step hook feeds the dataset recorder. Two uses:
-`lerobot-record-sim` (`record_sim`), and `lerobot-eval --eval.recording=true`, which records
-every evaluated task into a dataset of its own (`EvalRecorders`).
-"""
+"""`lerobot-eval --eval.recording=true`: every evaluated task recorded into a LeRobot dataset of
+its own, fed by the rollout's per-step hook while the evaluation runs (`EvalRecorders`)."""
 
 from __future__ import annotations
 
@@ -14,54 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from lerobot.configs.env import TaskSpec
-from lerobot.configs.record import FileLimits, RecordSimConfig
+from lerobot.configs.record import FileLimits
 from lerobot.datasets.recorder import DatasetRecorder
-from lerobot.envs.factory import make_task_env
 from lerobot.evaluation.results import EpisodeResult
-from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, run_episodes
-from lerobot.policies.factory import make_policy, make_pre_post_processors
 
 logger = logging.getLogger(__name__)
-
-
-def record_sim(cfg: RecordSimConfig) -> Path:
-    """Run cfg.n_episodes episodes of the env's one task; write those kept under cfg.root."""
-    policy = make_policy(cfg.policy, env_cfg=cfg.env)
-    preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
-    (task,) = cfg.env.tasks()
-    recorder = DatasetRecorder(
-        cfg.root,
-        fps=task.fps,
-        task=task.description,
-        limits=FileLimits(cfg.chunks_size, cfg.data_files_size_in_mb, cfg.video_files_size_in_mb),
-    )
-
-    def on_episode_end(result: EpisodeResult) -> None:
-        keep = result.success or not cfg.only_successful
-        recorder.end_episode(result.episode_index, keep=keep and result.failure_reason is None)
-        logger.info(
-            "episode %d: %s after %d steps (%s)",
-            result.episode_index,
-            "success" if result.success else "failure",
-            result.n_steps,
-            "kept" if keep else "dropped",
-        )
-
-    settings = RolloutSettings(start_seed=cfg.seed, preprocessor=preprocessor, postprocessor=postprocessor)
-    hooks = RolloutHooks(
-        on_step=lambda _env_id, episode, observation, action, step: recorder.add_step(
-            episode, observation, action, step
-        ),
-        on_episode_end=on_episode_end,
-    )
-    n_envs = min(cfg.batch_size, cfg.n_episodes)
-    env = make_task_env(cfg.env, task, n_envs, use_async_envs=n_envs > 1)
-    try:
-        run_episodes(env, policy, range(cfg.n_episodes), settings, task, hooks)
-    finally:
-        env.close()
-    logger.info("kept %d of %d episodes", recorder.n_episodes, cfg.n_episodes)
-    return recorder.finish()
 
 
 class EvalRecorders:

@@ -19,8 +19,8 @@ from typing import Any
 import draccus
 
 from lerobot.configs.eval import EvalPipelineConfig
-from lerobot.evaluation.journal import JOURNAL_FILENAME
 from lerobot.evaluation.results import EVAL_INFO_FILENAME
+from lerobot.evaluation.store.journal import JOURNAL_FILENAME
 from lerobot.utils.dir_lock import locked_dir
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.io import write_json_atomic

@@ -12,11 +12,11 @@ import logging
 from pathlib import Path
 
 from lerobot.configs.eval import EvalPipelineConfig
-from lerobot.evaluation.provenance import collect_provenance, utc_now
 from lerobot.evaluation.report import write_report
-from lerobot.evaluation.report_text import render_task_table
+from lerobot.evaluation.report.text import render_task_table
 from lerobot.evaluation.results import EVAL_INFO_FILENAME, RunResult
-from lerobot.evaluation.resume import encode_config
+from lerobot.evaluation.store.output_dir import encode_config
+from lerobot.evaluation.store.provenance import collect_provenance, utc_now
 from lerobot.utils.io import write_json_atomic
 
 logger = logging.getLogger(__name__)

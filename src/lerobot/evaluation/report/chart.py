@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lerobot.evaluation.comparison import compared_tasks, task_summaries
-from lerobot.evaluation.markup import Markup, el
-from lerobot.evaluation.report_text import fmt_ci, fmt_pc
+from lerobot.evaluation.report.comparison import compared_tasks, task_summaries
+from lerobot.evaluation.report.markup import Markup, el
+from lerobot.evaluation.report.text import fmt_ci, fmt_pc
 from lerobot.evaluation.results import RunResult, Summary
 
 SERIES_COLORS = ("#3569b4", "#e07b27", "#3f9a55", "#a8458c", "#6d6d6d", "#c23b3b")

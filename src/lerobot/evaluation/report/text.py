@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lerobot.evaluation.comparison import comparability_warning, compared_tasks, task_summaries
+from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
 from lerobot.evaluation.results import RunResult, Summary
 
 DASH = "\u2013"  # en dash, for ranges and missing values in HTML and markdown

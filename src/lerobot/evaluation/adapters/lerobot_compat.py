@@ -28,13 +28,13 @@ from lerobot.configs.env import TaskSpec
 from lerobot.envs.gym_vector import describe_task, has_slot_control, max_episode_steps, slot_env
 from lerobot.envs.utils import add_envs_task, preprocess_observation
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.backend import LocalBackend
-from lerobot.evaluation.journal import EpisodeJournal
-from lerobot.evaluation.plan import RunPlan
-from lerobot.evaluation.recording import EvalRecorders
 from lerobot.evaluation.results import episode_record
-from lerobot.evaluation.rollout import RolloutSettings, task_of_env
-from lerobot.evaluation.runner import run_plan
+from lerobot.evaluation.run.backend import LocalBackend
+from lerobot.evaluation.run.collector import run_plan
+from lerobot.evaluation.run.plan import RunPlan
+from lerobot.evaluation.run.recording import EvalRecorders
+from lerobot.evaluation.run.rollout import RolloutSettings, task_of_env
+from lerobot.evaluation.store.journal import EpisodeJournal
 from lerobot.utils.constants import ACTION
 
 EnvsByGroup = Mapping[str, Mapping[int, Any]]

@@ -3,6 +3,10 @@
 eval_info.json is the record; these files are how people read it. `lerobot-eval` writes them
 when a run ends (also an interrupted one), and `lerobot-eval-report` rebuilds them from
 eval_info.json alone, so a report can always be redone with a newer version of this code.
+
+`write_report` and `write_comparison` are the entry points; behind them `html` builds the page
+(with `chart`'s SVG and `markup`'s escaping), `text` the markdown and console tables, and
+`comparison` lines up the tasks of several runs.
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from lerobot.evaluation.comparison import run_labels
-from lerobot.evaluation.report_html import render_comparison, render_report
-from lerobot.evaluation.report_text import render_comparison_summary, render_summary
+from lerobot.evaluation.report.comparison import run_labels
+from lerobot.evaluation.report.html import render_comparison, render_report
+from lerobot.evaluation.report.text import render_comparison_summary, render_summary
 from lerobot.evaluation.results import RunResult, load_run, run_from_eval_info
 from lerobot.utils.io import write_text_atomic
 

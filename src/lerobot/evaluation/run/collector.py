@@ -14,11 +14,11 @@ import time
 from collections.abc import Sequence
 
 from lerobot.configs.env import TaskSpec
-from lerobot.evaluation.backend import EvalBackend
-from lerobot.evaluation.journal import EpisodeJournal
-from lerobot.evaluation.plan import RunPlan, WorkUnit
-from lerobot.evaluation.progress import TaskProgress, task_progress
 from lerobot.evaluation.results import EpisodeResult, RunResult, TaskKey, TaskResult
+from lerobot.evaluation.run.backend import EvalBackend
+from lerobot.evaluation.run.plan import RunPlan, WorkUnit
+from lerobot.evaluation.run.progress import TaskProgress, task_progress
+from lerobot.evaluation.store.journal import EpisodeJournal
 
 logger = logging.getLogger(__name__)
 

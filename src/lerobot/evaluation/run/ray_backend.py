@@ -46,10 +46,10 @@ from ray.exceptions import RayActorError
 
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.envs.factory import make_task_env
-from lerobot.evaluation.backend import EvalBackend, RunEvents
-from lerobot.evaluation.plan import RunPlan, WorkUnit
 from lerobot.evaluation.results import EpisodeResult
-from lerobot.evaluation.rollout import RolloutSettings, run_episodes
+from lerobot.evaluation.run.backend import EvalBackend, RunEvents
+from lerobot.evaluation.run.plan import RunPlan, WorkUnit
+from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.gl import default_mujoco_gl
 

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lerobot.evaluation.comparison import comparability_warning, compared_tasks, task_summaries
-from lerobot.evaluation.markup import Markup, concat, el, esc, raw
-from lerobot.evaluation.report_chart import (
+from lerobot.evaluation.report.chart import (
     SERIES_COLORS,
     chart_legend_note,
     success_chart,
     swatch,
 )
-from lerobot.evaluation.report_text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
+from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
+from lerobot.evaluation.report.markup import Markup, concat, el, esc, raw
+from lerobot.evaluation.report.text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
 from lerobot.evaluation.results import EpisodeResult, RunResult, Summary, TaskResult
 
 EPISODE_TABLE_OPEN_MAX_ROWS = 200
@@ -68,7 +68,7 @@ def render_comparison(runs: Sequence[RunResult], labels: Sequence[str], output_d
 
 @cache
 def stylesheet() -> str:
-    return resources.files("lerobot.evaluation").joinpath("report.css").read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("report.css").read_text(encoding="utf-8")
 
 
 def _page(title: str, body: Iterable[Markup | str]) -> str:

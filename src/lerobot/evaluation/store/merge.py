@@ -16,16 +16,16 @@ from typing import Any
 import draccus
 
 from lerobot.configs.env import EnvConfig, TaskSpec
-from lerobot.evaluation.journal import EpisodeJournal, JournalEntry, write_journal
 from lerobot.evaluation.report import write_report
-from lerobot.evaluation.result_files import write_eval_info
 from lerobot.evaluation.results import MissingEpisode, RunResult, TaskResult
-from lerobot.evaluation.resume import (
+from lerobot.evaluation.store.journal import EpisodeJournal, JournalEntry, write_journal
+from lerobot.evaluation.store.output_dir import (
     config_differences,
     make_output_dir,
     read_run_config,
     refuse_or_clear_results,
 )
+from lerobot.evaluation.store.result_files import write_eval_info
 from lerobot.utils.dir_lock import locked_dir
 from lerobot.utils.errors import ConfigError
 

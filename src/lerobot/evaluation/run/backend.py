@@ -2,9 +2,9 @@
 
 A backend takes a run plan's work units and reports every finished episode through
 `RunEvents`; what happens to results (journal, progress, per-task lines, eval_info.json) is the
-runner's business (`lerobot.evaluation.runner`), the same for every backend. Two backends exist:
+runner's business (`lerobot.evaluation.run.collector`), the same for every backend. Two backends exist:
 `LocalBackend` (this process and its env worker processes) and `RayBackend` (actors on a Ray
-cluster, `lerobot.evaluation.ray_backend`). A new one, e.g. a remote policy server, implements
+cluster, `lerobot.evaluation.run.ray_backend`). A new one, e.g. a remote policy server, implements
 `run` and nothing else.
 """
 
@@ -26,9 +26,9 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.plan import RunPlan, WorkUnit
 from lerobot.evaluation.results import EpisodeResult
-from lerobot.evaluation.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
+from lerobot.evaluation.run.plan import RunPlan, WorkUnit
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.device import policy_device
 
