@@ -219,6 +219,8 @@ def _find_config_error(exc: BaseException) -> ConfigError | None:
     return None
 
 
+# The patterns below match draccus's wording in the releases pyproject.toml allows (>=0.11.6,
+# <0.12); tests/configs/test_parser.py fails when a release words its errors otherwise.
 # draccus: Failed when parsing value='x' into field "<class 'pkg.Cls'>.name" of type list[str].
 _PARSE_FAILURE = re.compile(
     r"Failed when parsing value=(?P<value>.*) into field .* of type (?P<type>.+?)\.?$"
