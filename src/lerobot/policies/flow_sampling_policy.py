@@ -27,9 +27,6 @@ class FlowSamplingPolicy(PreTrainedPolicy):
         self._queue.reset(env_ids)
         self._noise.reset(env_ids, seeds)
 
-    def get_optim_params(self):
-        return [p for p in self.parameters() if p.requires_grad]
-
     def actions_without_observation(self, n_rows: int) -> Tensor | None:
         """The queued actions while every row is inside its chunk (the rollout then builds no
         batch: images and a prompt per row that select_action would not read)."""
