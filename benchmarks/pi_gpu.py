@@ -85,8 +85,8 @@ def libero_episodes_per_minute(args) -> None:
     """Real libero_spatial task-0 episodes (random weights: each runs to the step limit)."""
     from lerobot.configs.eval import EvalConfig
     from lerobot.envs.factory import make_env_config, make_task_env
+    from lerobot.evaluation.evaluate import run_evaluation
     from lerobot.evaluation.run.backend import LocalBackend
-    from lerobot.evaluation.run.collector import run_plan
     from lerobot.evaluation.run.plan import RunPlan
     from lerobot.evaluation.run.rollout import RolloutSettings
     from lerobot.processor.language import StatePromptTask, TaskTokenizer, TokenizerSettings
@@ -116,7 +116,7 @@ def libero_episodes_per_minute(args) -> None:
             lambda task, n=n_rows, c=eval_cfg: make_task_env(env_cfg, task, n, c.resolved_use_async),
         )
         started = time.perf_counter()
-        run = run_plan(RunPlan.from_config(env_cfg.tasks(), eval_cfg), backend)
+        run = run_evaluation(RunPlan.from_config(env_cfg.tasks(), eval_cfg), backend)
         wall = time.perf_counter() - started
         n = run.overall.n_episodes
         print(f"| {n_rows} | {n} | {wall:.0f} | {60 * n / wall:.1f} |", flush=True)

@@ -30,8 +30,11 @@ import lerobot.envs  # noqa: E402,F401
 import lerobot.policies  # noqa: E402,F401
 from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
 from lerobot.configs.parser import parse_config  # noqa: E402
-from lerobot.evaluation.evaluate import evaluate, rollout_settings  # noqa: E402
-from lerobot.evaluation.run.collector import run_plan  # noqa: E402
+from lerobot.evaluation.evaluate import (  # noqa: E402
+    evaluate,
+    rollout_settings,
+    run_evaluation,  # noqa: E402
+)
 from lerobot.evaluation.run.plan import RunPlan  # noqa: E402
 from lerobot.evaluation.run.ray_backend import RayBackend  # noqa: E402
 from lerobot.evaluation.store.journal import EpisodeJournal  # noqa: E402
@@ -75,7 +78,7 @@ def run_ray(args: argparse.Namespace, out: Path, workers: int, envs_per_worker: 
     started = time.perf_counter()
     cfg = parse_config(EvalPipelineConfig, flags)
     plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
-    run = run_plan(plan, RayBackend(cfg, rollout_settings(cfg)), journal)
+    run = run_evaluation(plan, RayBackend(cfg, rollout_settings(cfg)), journal=journal)
     wall = time.perf_counter() - started
     n_episodes = run.overall.n_episodes
     first = journal.arrivals[0]

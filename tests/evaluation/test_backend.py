@@ -15,9 +15,9 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.evaluation.evaluate import run_evaluation
 from lerobot.evaluation.run import backend as backend_module
 from lerobot.evaluation.run.backend import LocalBackend
-from lerobot.evaluation.run.collector import run_plan
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.policies.pretrained import PreTrainedPolicy
@@ -91,7 +91,7 @@ def run_tasks(max_parallel_tasks: int, policy: PreTrainedPolicy, n_episodes: int
         max_parallel_tasks=max_parallel_tasks,
         recorders=log,
     )
-    run = run_plan(RunPlan(TASKS, n_episodes), backend)
+    run = run_evaluation(RunPlan(TASKS, n_episodes), backend)
     return run, log, envs
 
 
@@ -139,7 +139,7 @@ def test_the_copies_made_for_tasks_at_a_time_are_closed_the_original_with_the_ba
     backend = LocalBackend(
         policy, RolloutSettings(start_seed=0), lambda task: make_vec(2, task=task.name), max_parallel_tasks=3
     )
-    run_plan(RunPlan(TASKS, 2), backend)
+    run_evaluation(RunPlan(TASKS, 2), backend)
     assert len(ClosingPolicy.closed) == 2 and id(policy) not in ClosingPolicy.closed  # the two copies
     backend.close()
     assert ClosingPolicy.closed[-1] == id(policy)

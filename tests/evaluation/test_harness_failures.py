@@ -104,3 +104,16 @@ def test_lerobot_eval_exits_3_when_episodes_failed_for_good(monkeypatch, tmp_pat
     code = lerobot_eval.main([*FLAGS, f"--output_dir={tmp_path}"])
     assert code == EXIT_INCOMPLETE == 3
     assert "1 episodes failed for good because of the harness" in capsys.readouterr().err
+
+
+def test_an_outage_that_stops_the_run_exits_3_not_2(monkeypatch, tmp_path, capsys):
+    """A policy server lost mid-run is the harness's failure, not bad input (exit 2)."""
+    from lerobot.evaluation import evaluate as evaluate_module
+    from lerobot.utils.errors import PolicyServerLostError
+
+    def lost(cfg):
+        raise PolicyServerLostError("--policy.host=ws://127.0.0.1:1: the policy server did not come back")
+
+    monkeypatch.setattr(evaluate_module, "evaluate", lost)
+    assert lerobot_eval.main([*FLAGS, f"--output_dir={tmp_path}"]) == EXIT_INCOMPLETE
+    assert capsys.readouterr().err.strip().endswith("the policy server did not come back")

@@ -19,8 +19,8 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.parser import parse_config
+from lerobot.evaluation.evaluate import run_evaluation
 from lerobot.evaluation.results import TaskResult
-from lerobot.evaluation.run.collector import run_plan
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.store.journal import JOURNAL_FILENAME, EpisodeJournal
 from lerobot.scripts.lerobot_eval import main
@@ -84,9 +84,10 @@ def run_on_ray(out: Path, *extra: str) -> list[TaskResult]:
     from lerobot.evaluation.run.ray_backend import RayBackend
 
     cfg = parse_config(EvalPipelineConfig, [*FLAGS, *RAY_FLAGS, *extra, f"--output_dir={out}"])
-    journal = EpisodeJournal(out)
-    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval, journal.done_by_task())
-    return list(run_plan(plan, RayBackend(cfg, rollout_settings(cfg)), journal).tasks)
+    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+    return list(
+        run_evaluation(plan, RayBackend(cfg, rollout_settings(cfg)), journal=EpisodeJournal(out)).tasks
+    )
 
 
 def outcomes(tasks: list[TaskResult]) -> dict[EpisodeKey, tuple]:

@@ -15,8 +15,8 @@ import pytest
 from lerobot.configs.env import TaskSpec
 from lerobot.datasets.reader import load_episodes, read_info
 from lerobot.envs.vector import LazyVectorEnv
+from lerobot.evaluation.evaluate import run_evaluation
 from lerobot.evaluation.run.backend import LocalBackend
-from lerobot.evaluation.run.collector import run_plan
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
 from lerobot.evaluation.run.rollout import RolloutSettings
@@ -34,7 +34,7 @@ def test_dataset_episode_k_is_evaluation_episode_k_whatever_order_they_end_in(tm
         lambda _: make_vec(2),
         recorders=EvalRecorders(tmp_path),
     )
-    run = run_plan(RunPlan((task,), 3), backend)
+    run = run_evaluation(RunPlan((task,), 3), backend)
 
     frames = load_episodes(tmp_path / "g_2")
     assert [e.n_steps for e in run.tasks[0].episodes] == [expected_length(s) for s in (4, 5, 6)] == [6, 2, 3]
@@ -49,7 +49,7 @@ def test_an_episode_the_harness_gave_up_on_is_not_recorded(tmp_path):
     env = LazyVectorEnv([crashing], *fake_spaces(), metadata={"render_fps": 10})
     task = TaskSpec("", 0, "fake-task", "do it", fps=10)
     settings = RolloutSettings(start_seed=0, max_episode_retries=0)
-    run = run_plan(
+    run = run_evaluation(
         RunPlan((task,), 3),
         LocalBackend(RecordingPolicy(), settings, lambda _: env, recorders=EvalRecorders(tmp_path)),
     )

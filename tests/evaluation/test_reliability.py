@@ -1,6 +1,7 @@
 """Crash isolation in the rollout loop, on the fake env in real worker processes."""
 
 import functools
+import logging
 
 import numpy as np
 
@@ -87,3 +88,16 @@ def test_building_the_simulator_does_not_count_against_the_step_timeout():
     machine): it gets STARTUP_TIMEOUT_S, the step timeout applies from then on."""
     results = run(make_vec(2, step_timeout_s=0.5, start_s=1.5))
     assert all(r.retries == 0 and r.failure_reason is None for r in results)
+
+
+def test_a_workers_traceback_is_one_line_at_info_and_whole_at_debug(caplog):
+    logger = "lerobot.evaluation.run.rollout"
+    with caplog.at_level(logging.INFO, logger=logger):
+        run(make_vec(2, crash_seeds=(2,)), max_episode_retries=0)
+    (line,) = [r.getMessage() for r in caplog.records if "episode 2" in r.getMessage()]
+    assert "fake crash at seed 2" in line and "\n" not in line
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger=logger):
+        run(make_vec(2, crash_seeds=(2,)), max_episode_retries=0)
+    (whole,) = [r.getMessage() for r in caplog.records if "episode 2" in r.getMessage()]
+    assert whole.startswith(line) and "Traceback (most recent call last)" in whole

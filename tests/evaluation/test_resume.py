@@ -11,7 +11,7 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import parse_config
-from lerobot.evaluation.store.output_dir import claimed_output_dir
+from lerobot.evaluation.store.output_dir import RunOutput, claimed_output_dir
 from lerobot.utils.errors import ConfigError
 
 FLAGS = ["--policy.type=random", "--env.type=metaworld", "--env.obs_type=state"]
@@ -19,7 +19,7 @@ FLAGS = ["--policy.type=random", "--env.type=metaworld", "--env.obs_type=state"]
 
 def claim(out, *flags: str) -> None:
     cfg = parse_config(EvalPipelineConfig, [*FLAGS, f"--output_dir={out}", *flags])
-    with claimed_output_dir(cfg):
+    with claimed_output_dir(RunOutput.of(cfg)):
         pass
 
 
@@ -96,3 +96,10 @@ def test_unusable_output_directories_fail_in_one_line(tmp_path, where, message):
         out.write_text("")
     with pytest.raises(ConfigError, match=f"^--output_dir={out}: {message}"):
         claim(out)
+
+
+def test_a_resume_may_change_what_cannot_change_results_and_nothing_else(tmp_path):
+    claim(tmp_path)
+    claim(tmp_path, "--eval.resume=true", "--env.max_parallel_tasks=2", "--eval.batch_size=3")
+    with pytest.raises(ConfigError, match=r"--env.task: was 'push-v3', now 'reach-v3'"):
+        claim(tmp_path, "--eval.resume=true", "--env.task=reach-v3")

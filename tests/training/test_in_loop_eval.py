@@ -62,7 +62,8 @@ def config(tmp_path, *flags: str) -> TrainPipelineConfig:
 
 
 @pytest.mark.slow
-def test_a_hung_worker_during_in_loop_eval_is_replaced_and_its_episode_rerun(tmp_path):
+def test_a_hung_worker_during_in_loop_eval_is_replaced_and_its_episode_rerun(tmp_path, register_env_type):
+    register_env_type("metaworld_hang_once", HangOnceMetaworld)  # its settings are recorded as provenance
     cfg = config(
         tmp_path,
         "--eval.n_episodes=2",
@@ -84,6 +85,12 @@ def test_a_hung_worker_during_in_loop_eval_is_replaced_and_its_episode_rerun(tmp
     retries = {e["episode_index"]: e["retries"] for e in info["per_episode"]}
     assert retries == {0: 0, 1: 1} and info["n_episodes_failed"] == 0
     assert info["complete"] is True and info["overall"]["n_episodes"] == 2
+    # Recorded as lerobot-eval records its runs, with the training's own settings.
+    provenance = info["provenance"]
+    assert (
+        provenance["command"].startswith("lerobot-train ") and "--eval.n_episodes=2" in provenance["command"]
+    )
+    assert provenance["config"]["env"]["task"] == "reach-v3" and provenance["versions"]["lerobot"]
 
 
 @pytest.mark.parametrize(

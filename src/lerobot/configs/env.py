@@ -19,12 +19,13 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import draccus
 
 from lerobot.configs import gym_env
+from lerobot.configs.fields import facts
 from lerobot.configs.types import PolicyFeature
 from lerobot.utils.errors import ConfigError
 
@@ -77,7 +78,7 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     """The task, group or comma list of tasks to evaluate (each benchmark lists its own)."""
     fps: int = 30
     """Frame rate of the recorded videos."""
-    max_parallel_tasks: int = 1
+    max_parallel_tasks: int = field(default=1, metadata=facts(result_neutral=True))
     """Tasks evaluated at the same time (LeRobot's flag), each in its own thread with its own
     copy of the policy and its own envs, so N x --eval.batch_size env workers; every episode's
     result is the same for any N."""

@@ -12,14 +12,12 @@ from pathlib import Path
 from typing import Literal
 
 from lerobot.configs.env import EnvConfig
+from lerobot.configs.fields import backend_only_fields, facts
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
 MAX_AUTO_BATCH_SIZE = 64
 BACKENDS = ("local", "ray")
-# Settings of the Ray backend; each one is an error with --eval.backend=local, where it would
-# be silently ignored.
-RAY_ONLY_FIELDS = ("ray_address", "num_workers", "gpus_per_worker", "envs_per_worker")
 
 
 def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
@@ -38,42 +36,42 @@ def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
 class EvalConfig:
     n_episodes: int = 50
     """Episodes per task."""
-    batch_size: int = 0
+    batch_size: int = field(default=0, metadata=facts(result_neutral=True))
     """Envs stepped in parallel per task; 0 = auto: min(floor(0.7 x CPU cores), n_episodes, 64).
     A value above n_episodes is clamped to it."""
-    use_async_envs: bool = True
+    use_async_envs: bool = field(default=True, metadata=facts(result_neutral=True))
     """Step envs in worker processes; ignored (synchronous) when the batch has one env, and by
     the Ray backend, whose workers step their envs in-process."""
-    max_episodes_rendered: int = 10
+    max_episodes_rendered: int = field(default=10, metadata=facts(result_neutral=True))
     """Videos written per task: the first N episodes of each task."""
-    continuous_batching: bool = True
+    continuous_batching: bool = field(default=True, metadata=facts(result_neutral=True))
     """Start the next pending episode in a slot as soon as its episode ends, instead of waiting
     for the whole batch. Per-episode results are identical either way."""
-    resume: bool = False
+    resume: bool = field(default=False, metadata=facts(result_neutral=True))
     """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
-    step_timeout_s: float = 300.0
+    step_timeout_s: float = field(default=300.0, metadata=facts(result_neutral=True))
     """A worker that does not answer a reset or step within this time is killed and replaced.
     A new worker's first reset, which builds the simulator, gets at least 600 s."""
     shard: str | None = None
     """`i/n`: run only episodes e with e % n == i of every task (0 <= i < n), into this run's
     own output dir; `lerobot-eval-merge` joins the shards. Default: all episodes."""
-    max_episode_retries: int = 2
+    max_episode_retries: int = field(default=2, metadata=facts(result_neutral=True))
     """Re-runs (from the start, same seed) of an episode whose worker crashed or hung; after
     that it is recorded as failed with its reason."""
-    backend: str = "local"
+    backend: str = field(default="local", metadata=facts(result_neutral=True))
     """Where episodes run: `local` (this process and its env workers) or `ray` (actors on a
     Ray cluster, one policy copy each; needs `pip install 'lerobot[ray]'`)."""
-    ray_address: str | None = None
+    ray_address: str | None = field(default=None, metadata=facts(result_neutral=True, only_backend="ray"))
     """Ray cluster to use with --eval.backend=ray: None starts a Ray instance on this machine
     for the run; `auto` joins the cluster that `ray start` runs here (any address `ray.init`
     takes works too)."""
-    num_workers: int = 0
+    num_workers: int = field(default=0, metadata=facts(result_neutral=True, only_backend="ray"))
     """Ray actors, each with one CPU, one policy copy and its envs; 0 = auto: the CPUs Ray
     reports minus one for the driver (and no more than the GPUs hold with
     --eval.gpus_per_worker), at least 1."""
-    gpus_per_worker: float = 0.0
+    gpus_per_worker: float = field(default=0.0, metadata=facts(result_neutral=True, only_backend="ray"))
     """GPUs each Ray actor reserves for its policy, fractions allowed (0.5: two per GPU)."""
-    envs_per_worker: int = 1
+    envs_per_worker: int = field(default=1, metadata=facts(result_neutral=True, only_backend="ray"))
     """Envs each Ray actor steps in turn, in its own process, with one policy call for all of
     them (a larger batch per GPU call; more workers give more parallel simulation)."""
     recording: bool = False
@@ -119,7 +117,7 @@ class EvalConfig:
             raise ConfigError(f"--eval.envs_per_worker={self.envs_per_worker}: must be a positive integer")
         if self.backend == "local":
             defaults = {f.name: f.default for f in fields(self)}
-            for name in RAY_ONLY_FIELDS:
+            for name in backend_only_fields(EvalConfig, "ray"):
                 if getattr(self, name) != defaults[name]:
                     raise ConfigError(
                         f"--eval.{name}={getattr(self, name)}: only used by the Ray backend; add --eval.backend=ray"
@@ -199,20 +197,22 @@ class EvalPipelineConfig:
     policy: PreTrainedConfig | None = None
     """The policy: `--policy.type=metaworld_expert|random`, or a LeRobot checkpoint with
     `--policy.path=<dir or hub repo id>` (and `--policy.revision=`)."""
-    output_dir: Path | None = None
+    output_dir: Path | None = field(default=None, metadata=facts(result_neutral=True))
     """Where eval_info.json and videos go; default outputs/eval/<date>/<time>_<job_name>."""
-    job_name: str | None = None
+    job_name: str | None = field(default=None, metadata=facts(result_neutral=True))
     """Name of this run; default <env type>_<policy type>."""
     seed: int = 1000
     """Episode e of every task starts from seed + e."""
     rename_map: dict[str, str] = field(default_factory=dict)
     """Rename observation keys before the policy sees them, e.g. '{"observation.image": "observation.images.top"}'."""
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = field(
+        default="INFO", metadata=facts(result_neutral=True)
+    )
     """Console logging detail; DEBUG adds a line per finished episode."""
     trust_remote_code: bool = False
     """LeRobot's flag for hub code; accepted for compatibility. This build never imports code
     from a checkpoint or the hub, so checkpoints of other policy types fail either way."""
-    overwrite: bool = False
+    overwrite: bool = field(default=False, metadata=facts(result_neutral=True))
     """Replace the results of an earlier run in --output_dir (its eval_info.json, episodes.jsonl,
     run_config.json, reports and videos) instead of refusing to start."""
 

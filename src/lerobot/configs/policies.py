@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import draccus
 
 from lerobot.configs.env import EnvConfig
+from lerobot.configs.fields import facts
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_STATE
 from lerobot.utils.errors import ConfigError
@@ -28,7 +29,7 @@ DEVICE_CHOICES = "cpu, cuda, cuda:<index>, mps or xpu (unset: the best available
 
 @dataclass
 class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
-    device: str | None = None
+    device: str | None = field(default=None, metadata=facts(result_neutral=True))
     """Torch device: cpu, cuda, cuda:<index>, mps or xpu; unset picks cuda, else mps, else cpu.
     A device this machine lacks is an error before anything starts."""
     use_amp: bool = False

@@ -17,7 +17,7 @@ import signal
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -65,6 +65,45 @@ class SlotFailure:
 
     def describe(self, command: str) -> str:
         return f"env {self.env_id} failed during {command} ({self.kind}): {self.message}"
+
+
+class SlotEnv(Protocol):
+    """What the rollout loop steps: `num_envs` slots, each stepped and reset on its own, slot i
+    being the policy's batch row i.
+
+    `LazyVectorEnv` implements it (for our envs and gymnasium's SyncVectorEnvs), and
+    `lerobot.envs.gym_vector.WholeBatchEnv` for other vector envs, which it steps whole.
+    """
+
+    num_envs: int
+    single_action_space: gym.spaces.Box
+    task: TaskSpec | None
+    """The task every slot runs, when the env knows it."""
+    metadata: dict[str, Any]
+
+    def step_and_reset_at(
+        self,
+        step_ids: Sequence[int],
+        actions: Sequence[np.ndarray],
+        reset_ids: Sequence[int],
+        seeds: Sequence[int | None],
+        options: Sequence[dict | None],
+        render_ids: Sequence[int] = (),
+        blind_ids: Sequence[int] = (),
+    ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
+        """Step `step_ids` and reset `reset_ids` in one round; a slot that fails answers a
+        SlotFailure. `render_ids` return a frame, `blind_ids` may skip their images."""
+
+    def render_at(
+        self, env_ids: Sequence[int], tolerate_failures: bool = False
+    ) -> list[np.ndarray | SlotFailure]:
+        """The current frame of each of `env_ids`."""
+
+    def restart(self, env_ids: Sequence[int]) -> None:
+        """Replace the given slots' envs by fresh ones (after a crash or a hang)."""
+
+    def close(self) -> None:
+        """Close every slot's env."""
 
 
 def _run_command(env: gym.Env, command: str, payload: Any) -> Any:

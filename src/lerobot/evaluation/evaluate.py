@@ -1,56 +1,94 @@
-"""What `lerobot-eval` does: validate, prepare the output dir, plan, run a backend, write results.
+"""The one way an evaluation runs: `run_evaluation` builds the plan and runs it on a backend.
+
+`lerobot-eval` (`evaluate`), the evaluation inside training and LeRobot's `eval_policy*` differ
+only in the backend they hand over (built from the config, around a policy in memory, or
+around envs built elsewhere) and in where results go; the plan, the journal, the progress,
+the results and the files are this module's, the same for all three.
 
 Every finished episode goes to episodes.jsonl first. If the run is interrupted (Ctrl-C,
-SIGTERM), eval_info.json and the report are still written from what finished, with
-`"complete": false`, and the interrupt propagates; `--eval.resume=true` picks up from there.
+SIGTERM) or fails, eval_info.json and the report are still written from what finished, with
+`"complete": false`, and the error propagates; `--eval.resume=true` picks up from there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from pathlib import Path
 
-from lerobot.configs.eval import EvalPipelineConfig
+from lerobot.configs.env import EnvConfig
+from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.factory import make_task_env
 from lerobot.evaluation.results import RunResult
-from lerobot.evaluation.run.backend import EvalBackend, LocalBackend
+from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders
 from lerobot.evaluation.run.collector import RunCollector
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
-from lerobot.evaluation.run.rollout import RolloutSettings
+from lerobot.evaluation.run.rollout import RolloutSettings, RowPolicy
 from lerobot.evaluation.store.journal import EpisodeJournal
-from lerobot.evaluation.store.output_dir import claimed_output_dir
+from lerobot.evaluation.store.output_dir import RunOutput, claimed_output_dir
 from lerobot.evaluation.store.provenance import utc_now
-from lerobot.evaluation.store.result_files import write_results
+from lerobot.evaluation.store.result_files import write_partial_results, write_results
 from lerobot.policies.factory import make_policy, make_pre_post_processors
-from lerobot.utils.errors import ResultsWriteError
 
 logger = logging.getLogger(__name__)
 
 
+def run_evaluation(
+    plan: RunPlan,
+    backend: EvalBackend,
+    output: RunOutput | None = None,
+    journal: EpisodeJournal | None = None,
+) -> RunResult:
+    """Run `plan`'s episodes on `backend`; the run's result.
+
+    With `output`, the directory is claimed for the run (locked; resumed or overwritten as it
+    says), every finished episode goes to its episodes.jsonl, episodes the journal already
+    holds are not run again, and eval_info.json (with provenance) and the report are written,
+    also, with what finished, when the run is interrupted. Without it nothing is written
+    unless a `journal` is given. The backend stays open: its owner closes it.
+    """
+    with claimed_output_dir(output) if output is not None else contextlib.nullcontext():
+        if output is not None:
+            journal = EpisodeJournal(output.directory)
+        if journal is not None:
+            plan = dataclasses.replace(plan, done=journal.done_by_task())
+        if plan.n_done:
+            logger.info("resuming: %d episodes already finished", plan.n_done)
+        return _execute(plan, backend, journal, output)
+
+
+def _execute(
+    plan: RunPlan, backend: EvalBackend, journal: EpisodeJournal | None, output: RunOutput | None
+) -> RunResult:
+    started_at = utc_now()
+    collector = RunCollector(plan, journal, backend.runs_tasks_in_order)
+    try:
+        with collector.progress_bars():
+            backend.run(plan, collector)
+    except BaseException:
+        if output is not None:
+            write_partial_results(output, collector.result(complete=False), started_at, plan.n_done)
+        raise
+    run = collector.result(complete=True)
+    return write_results(output, run, started_at, plan.n_done) if output is not None else run
+
+
 def evaluate(cfg: EvalPipelineConfig) -> RunResult:
-    """Evaluate `cfg.policy` on every task of `cfg.env`; the run's result, also on disk."""
+    """`lerobot-eval`: evaluate `cfg.policy` on every task of `cfg.env`; the run's result, also
+    in `cfg.output_dir`."""
     backend = make_backend(cfg)  # checkpoint problems surface here, before any output is written
     try:
-        return run_backend(cfg, backend)
-    finally:
-        backend.close()
-
-
-def run_backend(cfg: EvalPipelineConfig, backend: EvalBackend) -> RunResult:
-    """Plan the run in its claimed output dir and execute it on `backend`."""
-    with claimed_output_dir(cfg):
-        journal = EpisodeJournal(cfg.output_dir)
-        plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval, journal.done_by_task())
         logger.info("output dir: %s", cfg.output_dir)
         if cfg.eval.backend == "local":
             async_text = "async workers" if cfg.eval.resolved_use_async else "in-process"
             logger.info("envs per task: %d (%s)", cfg.eval.resolved_batch_size, async_text)
-        if plan.n_done:
-            logger.info("resuming: %d episodes already finished", plan.n_done)
-        return execute(cfg, plan, backend, journal)
+        plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+        return run_evaluation(plan, backend, RunOutput.of(cfg))
+    finally:
+        backend.close()
 
 
 def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
@@ -66,13 +104,25 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
     policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
     preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
     settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
-    n_envs, use_async = cfg.eval.resolved_batch_size, cfg.eval.resolved_use_async
+    recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
+    return make_local_backend(policy, settings, cfg.env, cfg.eval, recorders)
+
+
+def make_local_backend(
+    policy: RowPolicy,
+    settings: RolloutSettings,
+    env_cfg: EnvConfig,
+    eval_cfg: EvalConfig,
+    recorders: TaskRecorders | None = None,
+) -> LocalBackend:
+    """`policy` on fresh envs of `env_cfg`'s tasks, as many per task and as `--eval.*` says."""
+    n_envs, use_async = eval_cfg.resolved_batch_size, eval_cfg.resolved_use_async
     return LocalBackend(
         policy,
         settings,
-        lambda task: make_task_env(cfg.env, task, n_envs, use_async, cfg.eval.step_timeout_s),
-        max_parallel_tasks=cfg.env.max_parallel_tasks,
-        recorders=EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None,
+        lambda task: make_task_env(env_cfg, task, n_envs, use_async, eval_cfg.step_timeout_s),
+        max_parallel_tasks=env_cfg.max_parallel_tasks,
+        recorders=recorders,
     )
 
 
@@ -85,32 +135,6 @@ def rollout_settings(cfg: EvalPipelineConfig) -> RolloutSettings:
         rename_map=cfg.rename_map,
         videos_dir=Path(cfg.output_dir) / "videos",
     )
-
-
-def execute(
-    cfg: EvalPipelineConfig, plan: RunPlan, backend: EvalBackend, journal: EpisodeJournal
-) -> RunResult:
-    """Run the plan and write the results; partial results when interrupted."""
-    started_at = utc_now()
-    collector = RunCollector(plan, journal, backend.runs_tasks_in_order)
-    try:
-        with collector.progress_bars():
-            backend.run(plan, collector)
-    except BaseException:
-        write_partial_results(cfg, collector.result(complete=False), started_at, plan.n_done)
-        raise
-    return write_results(cfg, collector.result(complete=True), started_at, plan.n_done)
-
-
-def write_partial_results(cfg: EvalPipelineConfig, run: RunResult, started_at, n_resumed: int) -> None:
-    """What finished, after an interrupt or a failure; a failure to write them (a full disk) is
-    logged, so the original error decides the exit."""
-    try:
-        write_results(cfg, run, started_at, n_resumed, interrupted=True)
-    except ResultsWriteError as exc:
-        logger.error("could not write the partial results: %s", exc)
-        return
-    logger.warning("stopped: eval_info.json holds the %d finished episodes", len(run.episodes))
 
 
 def driver_policy_config(cfg: EvalPipelineConfig) -> PreTrainedConfig:

@@ -1,15 +1,46 @@
-"""The interface every policy offers to the rollout loop."""
+"""The interface every policy offers to the rollout loop: `RowPolicy`, and its implementation
+for the policies of this package, `PreTrainedPolicy`."""
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
 from lerobot.configs.policies import PreTrainedConfig
+
+
+class RowPolicy(Protocol):
+    """What the rollout loop calls on a policy: batch row i is env slot i.
+
+    `PreTrainedPolicy` implements it for every policy here; a policy written elsewhere
+    (LeRobot's, a user's) is adapted to it (`lerobot.evaluation.adapters.lerobot_compat`).
+    """
+
+    name: str
+
+    def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
+        """Forget rows `env_ids` (all when None); row i's new episode starts from `seeds[i]`."""
+
+    def select_action(self, batch: dict[str, Any]) -> torch.Tensor:
+        """One action per row, shape (rows, action_dim)."""
+
+    def actions_without_observation(self, n_rows: int) -> torch.Tensor | None:
+        """The next actions when none depends on this step's observation, else None."""
+
+    def rows_reading_images(self, n_rows: int) -> Sequence[int]:
+        """The rows whose next `select_action` reads the camera images."""
+
+    def parameters(self) -> Iterator[torch.Tensor]:
+        """Where the policy computes is where its tensors live (no tensors: its config's device)."""
+
+    def buffers(self) -> Iterator[torch.Tensor]: ...
+
+    def close(self) -> None:
+        """Release what the policy holds outside this process."""
 
 
 class PreTrainedPolicy(nn.Module, abc.ABC):

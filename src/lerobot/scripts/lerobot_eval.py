@@ -22,7 +22,7 @@ from lerobot.configs import parser
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.scripts.cli import start_cli
-from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, ResultsWriteError
+from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, HarnessOutageError, ResultsWriteError
 
 if TYPE_CHECKING:
     from lerobot.evaluation.adapters.lerobot_compat import eval_policy, eval_policy_all, rollout
@@ -46,13 +46,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lerobot.utils.signals import Interrupted
 
     try:
-        from lerobot.evaluation.store.output_dir import check_output_dir  # no torch, no simulator
+        from lerobot.evaluation.store.output_dir import RunOutput, check_output_dir  # no torch
 
-        check_output_dir(cfg)
-        run = run_evaluation(cfg)
+        check_output_dir(RunOutput.of(cfg))
+        run = evaluate_with_clean_stop(cfg)
     except (ConfigError, ResultsWriteError) as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
+    except HarnessOutageError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_INCOMPLETE
     except Interrupted as exc:
         logger.error("stopped by %s; finished episodes are in %s", exc.signal_name, cfg.output_dir)
         return exc.exit_code
@@ -69,10 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 @parser.wrap()
 def eval_main(cfg: EvalPipelineConfig) -> RunResult:
     """LeRobot's entry point: evaluate `cfg` (or the command line's config) and write the results."""
-    return run_evaluation(cfg)
+    return evaluate_with_clean_stop(cfg)
 
 
-def run_evaluation(cfg: EvalPipelineConfig) -> RunResult:
+def evaluate_with_clean_stop(cfg: EvalPipelineConfig) -> RunResult:
     """Evaluate, with Ctrl-C and SIGTERM turned into a clean stop; the run's result."""
     from lerobot.evaluation.evaluate import evaluate
     from lerobot.utils.signals import interrupts_as_exceptions

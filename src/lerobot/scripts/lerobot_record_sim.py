@@ -17,7 +17,7 @@ import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.record import RecordSimConfig
 from lerobot.scripts.cli import start_cli
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, HarnessOutageError
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError) as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
+    except HarnessOutageError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_INCOMPLETE
     logger.info("dataset written to %s", root)
     return 0
 

@@ -1,9 +1,10 @@
 """The training loop: sample windows, step AdamW, log, save, evaluate in the loop.
 
-In-loop evaluation runs exactly what `lerobot-eval` runs (the same run plan, runner and local
+In-loop evaluation runs exactly what `lerobot-eval` runs (`run_evaluation` with the local
 backend on fresh envs, same seeds, same `--eval.*` settings, a hung worker replaced after
-`--eval.step_timeout_s`), with the in-memory policy and processors; the envs are closed before
-training continues, so no simulator worker or GL context outlives an evaluation.
+`--eval.step_timeout_s`, the same files with provenance), with the in-memory policy and
+processors; the envs are closed before training continues, so no simulator worker or GL
+context outlives an evaluation.
 """
 
 from __future__ import annotations
@@ -23,14 +24,10 @@ from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.configs.types import FeatureType, NormalizationMode
 from lerobot.datasets.reader import EpisodeFrames, load_episodes
-from lerobot.envs.factory import make_task_env
-from lerobot.evaluation.report import write_report
-from lerobot.evaluation.run.backend import LocalBackend
-from lerobot.evaluation.run.collector import run_plan
+from lerobot.evaluation.evaluate import make_local_backend, run_evaluation
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.rollout import RolloutSettings
-from lerobot.evaluation.store.journal import EpisodeJournal
-from lerobot.evaluation.store.result_files import write_eval_info
+from lerobot.evaluation.store.output_dir import RunOutput, encode_config
 from lerobot.policies.checkpoint import load_weights
 from lerobot.policies.factory import make_policy, policy_class
 from lerobot.policies.pretrained import PreTrainedPolicy
@@ -293,7 +290,8 @@ def resume(
 
 
 def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> float:
-    """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/."""
+    """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/, with
+    the training's config as their provenance (a resumed training redoes the step's evaluation)."""
     out = Path(cfg.output_dir) / "eval" / f"step_{step}"
     preprocessor, postprocessor = trainee.processors()
     settings = RolloutSettings.from_config(
@@ -305,22 +303,13 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
         preprocessor=preprocessor,
         postprocessor=postprocessor,
     )
-    n_envs, use_async = cfg.eval.resolved_batch_size, cfg.eval.resolved_use_async
-    backend = LocalBackend(
-        trainee.policy,
-        settings,
-        lambda task: make_task_env(cfg.env, task, n_envs, use_async, cfg.eval.step_timeout_s),
-    )
-    journal = EpisodeJournal(out)
-    journal.path.unlink(missing_ok=True)  # a resumed training redoes this step's evaluation
-    journal.entries.clear()
+    backend = make_local_backend(trainee.policy, settings, cfg.env, cfg.eval)
+    output = RunOutput(out, encode_config(cfg), overwrite=True, program="lerobot-train")
     trainee.policy.eval()
     try:
-        run = run_plan(RunPlan.from_config(cfg.env.tasks(), cfg.eval), backend, journal)
+        run = run_evaluation(RunPlan.from_config(cfg.env.tasks(), cfg.eval), backend, output)
     finally:
         trainee.policy.train()
-    write_eval_info(run, out)
-    write_report(out, run)
     success = 100 * run.overall.success_rate
     logger.info(
         "step %d: eval success %.1f%% over %d episodes (%s)", step, success, run.overall.n_episodes, out

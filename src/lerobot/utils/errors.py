@@ -8,9 +8,10 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 """Bad input (a flag, a file, an output directory): one line on stderr, nothing was run."""
 EXIT_INCOMPLETE = 3
-"""The run finished, but some episodes failed for good because of the harness (a crashed or
-hung simulator, a reset error, a lost policy server). They are left out of every rate;
-`--eval.resume=true` re-runs exactly those."""
+"""Episodes are missing because of the harness, not the input: the run finished, but some
+episodes failed for good (a crashed or hung simulator, a reset error, a lost policy server),
+or it stopped part-way (`HarnessOutageError`). They are left out of every rate;
+`--eval.resume=true` runs exactly those."""
 # Interrupted by SIGINT / SIGTERM: 128 + the signal's number (130, 143), as shells report it.
 
 
@@ -28,12 +29,18 @@ class ResultsWriteError(OSError):
 
 
 class PolicyUnreachableError(ConfigError):
-    """No policy server answers at the configured address.
+    """No policy server answers at the configured address when the run starts: a wrong
+    `--policy.host` or `--policy.port`. The CLI prints one line and exits with code 2."""
 
-    At startup this is a wrong `--policy.host` or `--policy.port`; mid-run, a server that
-    stayed away longer than the client waits for it. Either way the CLI prints one line and
-    exits with code 2; a run stopped by it keeps its finished episodes for `--eval.resume`.
-    """
+
+class HarnessOutageError(RuntimeError):
+    """Our side stopped the run part-way, not the input nor the policy: a policy server that
+    stayed away longer than the client waits for it, no Ray worker alive. The CLI prints one
+    line and exits with EXIT_INCOMPLETE; the finished episodes are kept for `--eval.resume`."""
+
+
+class PolicyServerLostError(HarnessOutageError):
+    """A policy server that answered earlier in the run did not come back in time."""
 
 
 class HarnessError(RuntimeError):

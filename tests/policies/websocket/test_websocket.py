@@ -22,7 +22,7 @@ from lerobot.policies.websocket import wire
 from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
 from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
 from lerobot.serving.server import PolicyServer
-from lerobot.utils.errors import ConfigError, PolicyUnreachableError
+from lerobot.utils.errors import ConfigError, PolicyServerLostError, PolicyUnreachableError
 from tests.evaluation.test_rollout import make_vec
 from tests.remote import ObservationPolicy, free_port, running_server
 
@@ -186,8 +186,11 @@ def test_a_server_that_restarts_mid_run_loses_nothing():
 def test_a_server_that_never_comes_back_stops_the_run_with_one_line():
     with running_server(ObservationPolicy(2)) as server:
         policy = client(server.port, reconnect_timeout_s=1)
-    with pytest.raises(PolicyUnreachableError, match="did not come back within 1 s.*--eval.resume=true"):
+    with pytest.raises(
+        PolicyServerLostError, match="did not come back within 1 s.*--eval.resume=true"
+    ) as err:
         run_fake(policy)
+    assert not isinstance(err.value, ConfigError)  # an outage, not bad input: lerobot-eval exits 3
 
 
 # -- openpi-shaped servers: chunks, no per-row state --------------------------------------

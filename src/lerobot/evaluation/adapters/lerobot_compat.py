@@ -28,13 +28,14 @@ from lerobot.configs.env import TaskSpec
 from lerobot.envs.gym_vector import describe_task, has_slot_control, max_episode_steps, slot_env
 from lerobot.envs.utils import add_envs_task, preprocess_observation
 from lerobot.envs.vector import LazyVectorEnv
+from lerobot.evaluation.evaluate import run_evaluation
 from lerobot.evaluation.results import episode_record
 from lerobot.evaluation.run.backend import LocalBackend
-from lerobot.evaluation.run.collector import run_plan
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
 from lerobot.evaluation.run.rollout import RolloutSettings, task_of_env
 from lerobot.evaluation.store.journal import EpisodeJournal
+from lerobot.policies.pretrained import PreTrainedPolicy, RowPolicy
 from lerobot.utils.constants import ACTION
 
 EnvsByGroup = Mapping[str, Mapping[int, Any]]
@@ -74,18 +75,20 @@ def eval_policy(
     if max_episodes_rendered > 0 and videos_dir is None:
         raise ValueError("max_episodes_rendered > 0 needs a videos_dir")
     task = _ungrouped(_task_of(env))
-    stepped = _KeepOpen(slot_env(env, task))
+    stepped = slot_env(env, task)
     settings = _settings(
         start_seed,
         max_episodes_rendered,
         videos_dir,
-        continuous_batching and has_slot_control(stepped.env) and resets_rows(policy),
+        continuous_batching and has_slot_control(stepped) and resets_rows(policy),
         rename_map,
         (env_preprocessor, preprocessor, postprocessor, env_postprocessor),
     )
     recorders = EvalRecorders(recording_dir) if recording_dir is not None else None
-    backend = LocalBackend(as_row_policy(policy), settings, lambda _: stepped, recorders=recorders)
-    run = run_plan(RunPlan((task,), n_episodes), backend)
+    backend = LocalBackend(
+        as_row_policy(policy), settings, lambda _: stepped, recorders=recorders, close_envs=False
+    )
+    run = run_evaluation(RunPlan((task,), n_episodes), backend)
     result = run.tasks[0]
     info = {
         "per_episode": [episode_record(e) for e in result.episodes],
@@ -149,8 +152,7 @@ def eval_policy_all(
         use_amp=use_amp,
         max_episode_retries=max_episode_retries,
     )
-    done = journal.done_by_task() if journal is not None else {}
-    plan = RunPlan(tuple(tasks), n_episodes, shard, done)
+    plan = RunPlan(tuple(tasks), n_episodes, shard)
     backend = LocalBackend(
         as_row_policy(policy),
         settings,
@@ -158,7 +160,7 @@ def eval_policy_all(
         max_parallel_tasks=max_parallel_tasks,
         recorders=EvalRecorders(recording_dir) if recording_dir is not None else None,
     )
-    run = run_plan(plan, backend, journal)
+    run = run_evaluation(plan, backend, journal=journal)
     info = run.to_eval_info()
     if return_episode_data:
         info["episodes"] = {task.key: list(task.episodes) for task in run.tasks}
@@ -236,25 +238,40 @@ def resets_rows(policy: Any) -> bool:
         return False
 
 
-def as_row_policy(policy: Any) -> Any:
-    """The policy as the rollout loop calls it: ours as is; a LeRobot-style one whose `reset()`
-    takes no arguments reset whole (the loop then starts episodes in waves, all rows at once)."""
-    return policy if resets_rows(policy) else WholeBatchResetPolicy(policy)
+def as_row_policy(policy: Any) -> RowPolicy:
+    """The policy as the rollout loop calls it (`RowPolicy`): ours as is, any other adapted."""
+    return policy if isinstance(policy, PreTrainedPolicy) else ForeignPolicy(policy)
 
 
-class WholeBatchResetPolicy:
-    """A policy with LeRobot's `reset()` (no rows), called the way the rollout loop calls ours."""
+class ForeignPolicy:
+    """A policy written elsewhere (LeRobot's, a user's) as a `RowPolicy`.
+
+    Rows are reset one at a time when its `reset` takes them (`reset(env_ids, seeds)`), else
+    all at once with LeRobot's `reset()`: the loop then starts episodes in waves, all rows
+    together. It reads every observation whole (it says nothing of queued actions or unread
+    images), and what it holds is the caller's to close.
+    """
 
     def __init__(self, policy: Any):
         self.policy = policy
         self.config = getattr(policy, "config", None)
         self.name = getattr(policy, "name", type(policy).__name__)
+        self.resets_rows = resets_rows(policy)
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
-        self.policy.reset()
+        if self.resets_rows:
+            self.policy.reset(env_ids=env_ids, seeds=seeds)
+        else:
+            self.policy.reset()
 
     def select_action(self, batch: dict[str, Any]) -> torch.Tensor:
         return self.policy.select_action(batch)
+
+    def actions_without_observation(self, n_rows: int) -> torch.Tensor | None:
+        return None
+
+    def rows_reading_images(self, n_rows: int) -> Sequence[int]:
+        return range(n_rows)
 
     def parameters(self):
         return self.policy.parameters() if hasattr(self.policy, "parameters") else iter(())
@@ -262,18 +279,8 @@ class WholeBatchResetPolicy:
     def buffers(self):
         return self.policy.buffers() if hasattr(self.policy, "buffers") else iter(())
 
-
-class _KeepOpen:
-    """An env the caller keeps: the backend's close() after the task leaves it open."""
-
-    def __init__(self, env: Any):
-        self.env = env
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.env, name)
-
     def close(self) -> None:
-        """Left to the caller, as LeRobot's eval_policy leaves the env open."""
+        """Left to the caller, who built the policy."""
 
 
 def _select_action(env: Any, policy: Any, batch: dict[str, Any], processors: tuple) -> torch.Tensor:

@@ -2,10 +2,10 @@
 
 A backend takes a run plan's work units and reports every finished episode through
 `RunEvents`; what happens to results (journal, progress, per-task lines, eval_info.json) is the
-runner's business (`lerobot.evaluation.run.collector`), the same for every backend. Two backends exist:
+same for every backend: `lerobot.evaluation.run.collector` receives the events and
+`lerobot.evaluation.evaluate.run_evaluation` writes the files. Two backends exist:
 `LocalBackend` (this process and its env worker processes) and `RayBackend` (actors on a Ray
-cluster, `lerobot.evaluation.run.ray_backend`). A new one, e.g. a remote policy server, implements
-`run` and nothing else.
+cluster, `lerobot.evaluation.run.ray_backend`).
 """
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ from typing import Any, ClassVar, Protocol
 import torch
 
 from lerobot.configs.env import TaskSpec
-from lerobot.envs.vector import LazyVectorEnv
+from lerobot.envs.vector import SlotEnv
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
-from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.policies.pretrained import RowPolicy
 from lerobot.utils.device import policy_device
 
 logger = logging.getLogger(__name__)
 
-EnvSource = Callable[[TaskSpec], LazyVectorEnv]
-"""Builds (or hands over) the vector env of a task; the backend closes it when the task is done."""
+EnvSource = Callable[[TaskSpec], SlotEnv]
+"""Builds (or hands over) the vector env of a task."""
 
 
 class RunEvents(Protocol):
@@ -87,7 +87,8 @@ class LocalBackend(EvalBackend):
     `max_parallel_tasks=N`, N tasks at a time in threads, each with its own copy of the policy.
 
     A task's env is closed as soon as its task is done, also when it fails, so at most one
-    task's (or N tasks') workers and simulators exist at any time. The copies matter: a policy
+    task's (or N tasks') workers and simulators exist at any time; with `close_envs=False`
+    the caller, who built the envs, keeps them open (LeRobot's `eval_policy`). The copies matter: a policy
     keeps per-row state (action queues, observation histories, random generators), and tasks
     sharing one would interleave it. LeRobot shares one policy between its threads (its issue
     #4327: 85% success silently became 0%); here every episode gives the same result with N
@@ -96,16 +97,18 @@ class LocalBackend(EvalBackend):
 
     def __init__(
         self,
-        policy: PreTrainedPolicy,
+        policy: RowPolicy,
         settings: RolloutSettings,
         env_source: EnvSource,
         max_parallel_tasks: int = 1,
         recorders: TaskRecorders | None = None,
+        close_envs: bool = True,
     ):
         """`recorders`: record each task's rollouts."""
         self.policy, self.settings, self.env_source = policy, settings, env_source
         self.max_parallel_tasks = max(1, max_parallel_tasks)
         self.recorders = recorders
+        self.close_envs = close_envs
         self.runs_tasks_in_order = self.max_parallel_tasks == 1
         self._stop = threading.Event()
 
@@ -125,7 +128,7 @@ class LocalBackend(EvalBackend):
     def _run_in_threads(self, units: Sequence[WorkUnit], n_parallel: int, events: RunEvents) -> None:
         """`n_parallel` units at a time; the first failure (or an interrupt) stops the others."""
         made = [copy.deepcopy(self.policy) for _ in range(n_parallel - 1)]
-        copies: queue.Queue[PreTrainedPolicy] = queue.Queue()
+        copies: queue.Queue[RowPolicy] = queue.Queue()
         for policy in (self.policy, *made):
             copies.put(policy)
         logger.info("%d tasks at a time, each with its own copy of the policy", n_parallel)
@@ -139,7 +142,7 @@ class LocalBackend(EvalBackend):
         self,
         units: Sequence[WorkUnit],
         n_parallel: int,
-        copies: queue.Queue[PreTrainedPolicy],
+        copies: queue.Queue[RowPolicy],
         events: RunEvents,
     ) -> None:
         """Each unit takes a policy from `copies` for its run and puts it back after."""
@@ -163,7 +166,7 @@ class LocalBackend(EvalBackend):
                     future.cancel()
                 raise
 
-    def _run_unit(self, unit: WorkUnit, policy: PreTrainedPolicy, events: RunEvents) -> None:
+    def _run_unit(self, unit: WorkUnit, policy: RowPolicy, events: RunEvents) -> None:
         if self._stop.is_set():
             raise RolloutStoppedError(f"{unit.task.label}: not started, the run is stopping")
         started = time.perf_counter()
@@ -184,7 +187,8 @@ class LocalBackend(EvalBackend):
         try:
             run_episodes(env, policy, unit.episodes, self.settings, unit.task, hooks)
         finally:
-            env.close()
+            if self.close_envs:
+                env.close()
             if recording is not None:
                 recording.finish()
         events.unit_finished(unit, time.perf_counter() - started)
@@ -211,7 +215,7 @@ class _SerialEvents:
 
 
 @contextlib.contextmanager
-def cores_split_between_tasks(policy: PreTrainedPolicy, n_parallel: int) -> Iterator[None]:
+def cores_split_between_tasks(policy: RowPolicy, n_parallel: int) -> Iterator[None]:
     """While `n_parallel` tasks run at once, a policy on the CPU gets an equal share of the
     cores (torch's thread pool is one per process); the caller's setting comes back after.
 
@@ -219,8 +223,8 @@ def cores_split_between_tasks(policy: PreTrainedPolicy, n_parallel: int) -> Iter
     take turns (the policy waits for every env's step, the env workers for the policy's
     actions), so the cores the workers render on are idle while the policy runs, and with
     OpenMP's passive waits (`lerobot.utils.threads`) its threads sleep while the envs step.
-    Holding the policy to the cores the workers left free, as this backend once did, idled
-    one of two cores during every ACT chunk at batch 2 (benchmarks/README.md).
+    Fewer threads, the cores the workers leave free, would idle a core during every policy
+    call (one of two at batch 2 with ACT; benchmarks/README.md).
     """
     threads_before = torch.get_num_threads()
     threads = max(1, (os.cpu_count() or 1) // n_parallel)

@@ -1,9 +1,9 @@
-"""Run a plan on a backend and collect its results, the same way for every backend.
+"""What every backend's finished episodes go through, the same way for every backend.
 
-The runner is what every backend's episodes go through: each finished episode is appended to
-the journal (when there is one) before anything else happens, counted in the progress bar and,
-when its task is complete, summed up in one log line. `RunCollector.result()` turns what was
-collected into a `RunResult` at any time, so an interrupted run still reports what finished.
+Each finished episode is appended to the journal (when there is one) before anything else
+happens, counted in the progress bar and, when its task is complete, summed up in one log
+line. `RunCollector.result()` turns what was collected into a `RunResult` at any time, so an
+interrupted run still reports what finished (`lerobot.evaluation.evaluate.run_evaluation`).
 """
 
 from __future__ import annotations
@@ -15,20 +15,11 @@ from collections.abc import Sequence
 
 from lerobot.configs.env import TaskSpec
 from lerobot.evaluation.results import EpisodeResult, RunResult, TaskKey, TaskResult
-from lerobot.evaluation.run.backend import EvalBackend
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.progress import TaskProgress, task_progress
 from lerobot.evaluation.store.journal import EpisodeJournal
 
 logger = logging.getLogger(__name__)
-
-
-def run_plan(plan: RunPlan, backend: EvalBackend, journal: EpisodeJournal | None = None) -> RunResult:
-    """Run `plan` on `backend`; the complete run's result."""
-    collector = RunCollector(plan, journal, backend.runs_tasks_in_order)
-    with collector.progress_bars():
-        backend.run(plan, collector)
-    return collector.result(complete=True)
 
 
 class RunCollector:

@@ -50,7 +50,7 @@ from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.backend import EvalBackend, RunEvents
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, HarnessOutageError
 from lerobot.utils.gl import default_mujoco_gl
 
 logger = logging.getLogger(__name__)
@@ -196,8 +196,8 @@ def use_the_driver_interpreter() -> None:
     ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = enabled
 
 
-class NoRayWorkersError(ConfigError):
-    """No worker could be started (or all died) for WORKER_START_TIMEOUT_S: one line, exit 2."""
+class NoRayWorkersError(HarnessOutageError):
+    """No worker could be started (or all died) for WORKER_START_TIMEOUT_S: one line, exit 3."""
 
 
 class EpisodeWorker:

@@ -24,9 +24,9 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import EvalConfig
-from lerobot.envs.vector import LazyVectorEnv, SlotFailure, StepResult, stack_observations
+from lerobot.envs.vector import SlotEnv, SlotFailure, StepResult, stack_observations
 from lerobot.evaluation.results import EpisodeResult
-from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.policies.pretrained import RowPolicy
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ENV_TASK, TASK
 from lerobot.utils.device import policy_device
@@ -112,17 +112,16 @@ class RolloutSettings:
         return self.videos_dir / task.video_folder if task.group else self.videos_dir
 
 
-def task_of_env(env: Any) -> TaskSpec:
+def task_of_env(env: SlotEnv) -> TaskSpec:
     """The task a vector env runs: the one it was built for, else what its metadata says.
 
     Envs built by `lerobot.envs.factory` carry their `TaskSpec`; for any other vector env the
     name, description and fps come from `metadata` (as LeRobot's env factory fills it), with no
     call into its workers.
     """
-    task = getattr(env, "task", None)
-    if isinstance(task, TaskSpec):
-        return task
-    metadata = getattr(env, "metadata", None) or {}
+    if env.task is not None:
+        return env.task
+    metadata = env.metadata or {}
     return TaskSpec(
         group="",
         task_id=0,
@@ -196,8 +195,8 @@ class _RunningEpisode:
 
 
 def run_episodes(
-    env: LazyVectorEnv,
-    policy: PreTrainedPolicy,
+    env: SlotEnv,
+    policy: RowPolicy,
     episodes: Iterable[int],
     settings: RolloutSettings,
     task: TaskSpec | None = None,
@@ -215,8 +214,8 @@ def run_episodes(
 class _RolloutLoop:
     def __init__(
         self,
-        env: LazyVectorEnv,
-        policy: PreTrainedPolicy,
+        env: SlotEnv,
+        policy: RowPolicy,
         episodes: Sequence[int],
         settings: RolloutSettings,
         task: TaskSpec,
@@ -298,10 +297,9 @@ class _RolloutLoop:
         """The active slots whose coming observation's images nobody will look at: the policy
         will not read them (`rows_reading_images`), no video records them, and no `on_step`
         hook (a recording of demonstrations) receives them. Those slots skip the render."""
-        ask = getattr(self.policy, "rows_reading_images", None)
-        if ask is None or self.hooks.on_step is not None:
+        if self.hooks.on_step is not None:
             return []
-        seen = set(ask(len(self.observations))) | set(recorded)
+        seen = set(self.policy.rows_reading_images(len(self.observations))) | set(recorded)
         return [i for i in active if i not in seen]
 
     def _active_ids(self) -> list[int]:
@@ -357,7 +355,7 @@ class _RolloutLoop:
         most steps of a chunking policy pop queued actions, and converting the frames for
         them would be wasted work.
         """
-        actions = self._actions_without_observation()
+        actions = self.policy.actions_without_observation(len(self.observations))
         batch = self._policy_batch(active) if actions is None else None
         amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
         with amp:
@@ -370,12 +368,6 @@ class _RolloutLoop:
         actions = actions.numpy()
         self._check_actions(actions, active)
         return actions
-
-    def _actions_without_observation(self) -> torch.Tensor | None:
-        """The policy's actions if none of them depends on this step's observations; None
-        for policies that cannot tell (LeRobot-style ones wrapped by lerobot_compat)."""
-        ask = getattr(self.policy, "actions_without_observation", None)
-        return ask(len(self.observations)) if ask is not None else None
 
     def _policy_batch(self, active: Sequence[int]) -> dict[str, Any]:
         """Every slot's observation as the policy's batch (idle slots repeat an active one's)."""
@@ -465,7 +457,9 @@ class _RolloutLoop:
         """Replace the env (unless only the policy side failed); re-run its episode from the
         start (same seed) or give it up."""
         episode = self.slots[env_id]
-        logger.warning("episode %d: %s", episode.index, reason.splitlines()[0])
+        # A worker's failure carries its traceback: whole at DEBUG, its first line otherwise.
+        shown = reason if logger.isEnabledFor(logging.DEBUG) else reason.splitlines()[0]
+        logger.warning("episode %d: %s", episode.index, shown)
         if restart_env:
             self.env.restart([env_id])
         attempts = self.retries.get(episode.index, 0) + 1

@@ -1,9 +1,9 @@
-"""Refuse to mix results from different settings in one output directory.
+"""The output directory of a run: claimed, locked, and never a mix of two runs' results.
 
 The resolved config is saved as run_config.json when a run starts. A resumed run must use the
 settings that decide per-episode results (env, policy, seed, episodes per task, key renames);
-batch size, workers, backend (local or Ray), timeouts and videos may change, since results do
-not depend on them.
+the fields marked result-neutral (batch size, workers, backend, timeouts, videos, tasks at a
+time; `lerobot.configs.fields`) may change, since results do not depend on them.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import draccus
 
 from lerobot.configs.eval import EvalPipelineConfig
+from lerobot.configs.fields import result_neutral_keys
 from lerobot.evaluation.results import EVAL_INFO_FILENAME
 from lerobot.evaluation.store.journal import JOURNAL_FILENAME
 from lerobot.utils.dir_lock import locked_dir
@@ -30,41 +32,44 @@ RESULT_FILES = (EVAL_INFO_FILENAME, JOURNAL_FILENAME, RUN_CONFIG_FILENAME)
 """Files that hold results: a directory with any of them is never written over silently."""
 VIEW_FILES = ("report.html", "summary.md", JOURNAL_FILENAME + ".corrupt")
 VIDEOS_DIR = "videos"
-# Dotted keys whose change cannot alter an episode's outcome.
-NEUTRAL_KEYS = (
-    "eval.batch_size",
-    "eval.use_async_envs",
-    "eval.max_episodes_rendered",
-    "eval.continuous_batching",
-    "eval.resume",
-    "eval.step_timeout_s",
-    "eval.max_episode_retries",
-    "eval.backend",
-    "eval.ray_address",
-    "eval.num_workers",
-    "eval.gpus_per_worker",
-    "eval.envs_per_worker",
-    "output_dir",
-    "overwrite",
-    "job_name",
-    "policy.device",
-    "log_level",
-)
+NEUTRAL_KEYS = result_neutral_keys(EvalPipelineConfig)
+"""Dotted keys whose change cannot alter an episode's outcome (the fields say so themselves)."""
 
 
-def encode_config(cfg: EvalPipelineConfig) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunOutput:
+    """Where a run's results go, and the settings that produced them."""
+
+    directory: Path
+    config: Mapping[str, Any]
+    """The resolved settings as draccus encodes them: saved as run_config.json (what a resume
+    must match) and recorded in eval_info.json's provenance."""
+    resume: bool = False
+    """Continue the run the directory holds, running only the episodes it lacks."""
+    overwrite: bool = False
+    """Replace the results the directory holds instead of refusing to start."""
+    program: str = "lerobot-eval"
+    """The command whose flags `config` holds, named in the provenance's reproduce command."""
+
+    @classmethod
+    def of(cls, cfg: EvalPipelineConfig) -> RunOutput:
+        """Where `lerobot-eval` with `cfg` writes: --output_dir, --eval.resume, --overwrite."""
+        return cls(Path(cfg.output_dir), encode_config(cfg), cfg.eval.resume, cfg.overwrite)
+
+
+def encode_config(cfg: Any) -> dict[str, Any]:
+    """A config dataclass as plain JSON values (what run_config.json and provenance hold)."""
     return json.loads(json.dumps(draccus.encode(cfg), default=str))
 
 
 @contextlib.contextmanager
-def claimed_output_dir(cfg: EvalPipelineConfig) -> Iterator[None]:
-    """The output directory, locked for this run and checked against `--eval.resume` and
-    `--overwrite`, with this run's config recorded. Raises ConfigError (one line) before
-    anything starts when results would be overwritten or a resume would mix settings."""
-    out = Path(cfg.output_dir)
-    make_output_dir(out, "--output_dir")
-    with locked_dir(out, "--output_dir"):
-        prepare_output_dir(cfg)
+def claimed_output_dir(output: RunOutput) -> Iterator[None]:
+    """The output directory, locked for this run and checked against `resume` and `overwrite`,
+    with this run's config recorded. Raises ConfigError (one line) before anything starts when
+    results would be overwritten or a resume would mix settings."""
+    make_output_dir(output.directory, "--output_dir")
+    with locked_dir(output.directory, "--output_dir"):
+        prepare_output_dir(output)
         yield
 
 
@@ -108,20 +113,20 @@ def clear_results(out: Path) -> None:
     shutil.rmtree(out / VIDEOS_DIR, ignore_errors=True)
 
 
-def check_output_dir(cfg: EvalPipelineConfig) -> None:
+def check_output_dir(output: RunOutput) -> None:
     """Every output-dir check that writes nothing: the command line calls it before torch or a
     simulator loads, so a wrong --output_dir is answered at once (the run repeats it, locked)."""
-    out = Path(cfg.output_dir)
+    out = output.directory
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--output_dir={out}: is a file; give a directory")
-    if cfg.eval.resume and cfg.overwrite:
+    if output.resume and output.overwrite:
         raise ConfigError(
             "--eval.resume=true and --overwrite=true: choose one (continue the run, or replace it)"
         )
-    if not out.is_dir() or not held_results(out) or cfg.overwrite:
+    if not out.is_dir() or not held_results(out) or output.overwrite:
         return
-    refuse_or_clear_results(out, overwrite=False, resume=cfg.eval.resume)
-    differences = config_differences(read_run_config(out, "--eval.resume=true: "), encode_config(cfg))
+    refuse_or_clear_results(out, overwrite=False, resume=output.resume)
+    differences = config_differences(read_run_config(out, "--eval.resume=true: "), dict(output.config))
     if differences:
         raise ConfigError(
             f"--eval.resume=true: {out} was run with different settings ({'; '.join(differences)}); "
@@ -129,11 +134,10 @@ def check_output_dir(cfg: EvalPipelineConfig) -> None:
         )
 
 
-def prepare_output_dir(cfg: EvalPipelineConfig) -> None:
-    check_output_dir(cfg)
-    out = Path(cfg.output_dir)
-    refuse_or_clear_results(out, cfg.overwrite, resume=cfg.eval.resume)
-    write_json_atomic(encode_config(cfg), out / RUN_CONFIG_FILENAME)
+def prepare_output_dir(output: RunOutput) -> None:
+    check_output_dir(output)
+    refuse_or_clear_results(output.directory, output.overwrite, resume=output.resume)
+    write_json_atomic(dict(output.config), output.directory / RUN_CONFIG_FILENAME)
 
 
 def read_run_config(run_dir: Path, prefix: str = "") -> dict[str, Any]:

@@ -33,11 +33,13 @@ def collect_provenance(
     ended_at: dt.datetime,
     episode_wall_s: Sequence[float],
     n_episodes_resumed: int = 0,
+    program: str = "lerobot-eval",
 ) -> dict[str, Any]:
-    """The `provenance` block of eval_info.json for one `lerobot-eval` invocation.
+    """The `provenance` block of eval_info.json for one invocation of `program`.
 
-    `config` is the fully resolved config; the times are those of this invocation (a resumed
-    run counts from its restart, and says how many episodes came from the earlier run).
+    `config` is the fully resolved config of `program` (`lerobot-train` for an evaluation inside
+    training); the times are those of this invocation (a resumed run counts from its restart,
+    and says how many episodes came from the earlier run).
     """
     return {
         "config": config,
@@ -51,12 +53,12 @@ def collect_provenance(
         "episode_wall_s_mean": sum(episode_wall_s) / len(episode_wall_s) if episode_wall_s else None,
         "episode_wall_s_total": sum(episode_wall_s),
         "n_episodes_resumed": n_episodes_resumed,
-        "command": reproduce_command(config),
+        "command": reproduce_command(config, program),
     }
 
 
-def reproduce_command(config: dict[str, Any]) -> str:
-    """A `lerobot-eval` command line that sets every resolved setting explicitly.
+def reproduce_command(config: dict[str, Any], program: str = "lerobot-eval") -> str:
+    """A `program` command line that sets every resolved setting explicitly.
 
     Defaults change between versions; spelling out every value makes the command mean the
     same thing later. Lists and dicts are written as JSON, which the parser reads back.
@@ -64,7 +66,7 @@ def reproduce_command(config: dict[str, Any]) -> str:
     flags = [
         f"--{name}={_flag_value(value)}" for name, value in _flatten(config) if name not in NOT_REPRODUCED
     ]
-    return shlex.join(["lerobot-eval", *flags])
+    return shlex.join([program, *flags])
 
 
 def package_versions(names: Sequence[str] = VERSIONED_PACKAGES) -> dict[str, str]:

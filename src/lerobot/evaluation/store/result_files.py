@@ -11,12 +11,12 @@ import datetime as dt
 import logging
 from pathlib import Path
 
-from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.evaluation.report import write_report
 from lerobot.evaluation.report.text import render_task_table
 from lerobot.evaluation.results import EVAL_INFO_FILENAME, RunResult
-from lerobot.evaluation.store.output_dir import encode_config
+from lerobot.evaluation.store.output_dir import RunOutput
 from lerobot.evaluation.store.provenance import collect_provenance, utc_now
+from lerobot.utils.errors import ResultsWriteError
 from lerobot.utils.io import write_json_atomic
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def write_eval_info(run: RunResult, output_dir: Path) -> Path:
 
 
 def write_results(
-    cfg: EvalPipelineConfig,
+    output: RunOutput,
     run: RunResult,
     started_at: dt.datetime,
     n_resumed: int,
@@ -36,21 +36,33 @@ def write_results(
     """Add provenance to `run`, write eval_info.json, then report.html, summary.md and the log table."""
     run = run.with_provenance(
         collect_provenance(
-            encode_config(cfg),
+            dict(output.config),
             started_at,
             utc_now(),
             [e.wall_s for e in run.episodes if e.wall_s is not None],
             n_resumed,
+            program=output.program,
         )
     )
-    write_eval_info(run, cfg.output_dir)
+    write_eval_info(run, output.directory)
     try:
-        write_report(cfg.output_dir, run)
+        write_report(output.directory, run)
     except Exception:
         if not interrupted:
             raise
         logger.exception(
-            "could not write report.html; rebuild it with lerobot-eval-report %s", cfg.output_dir
+            "could not write report.html; rebuild it with lerobot-eval-report %s", output.directory
         )
     logger.info("results per task:\n%s", render_task_table(run))
     return run
+
+
+def write_partial_results(output: RunOutput, run: RunResult, started_at: dt.datetime, n_resumed: int) -> None:
+    """What finished, after an interrupt or a failure; a failure to write them (a full disk) is
+    logged, so the original error decides the exit."""
+    try:
+        write_results(output, run, started_at, n_resumed, interrupted=True)
+    except ResultsWriteError as exc:
+        logger.error("could not write the partial results: %s", exc)
+        return
+    logger.warning("stopped: eval_info.json holds the %d finished episodes", len(run.episodes))

@@ -1,7 +1,8 @@
 """One WebSocket connection to a policy server, and what each way of failing means.
 
 - the server cannot be reached (refused, unknown host, timeout): `PolicyUnreachableError`, a
-  one-line error, at startup or once a lost server has stayed away too long;
+  one-line error about the address, at startup; once a lost server has stayed away too long,
+  `PolicyServerLostError` (the run stops, its finished episodes kept);
 - the server refuses the api key (HTTP 401 or 403): `ConfigError` naming `--policy.api_key`;
 - the connection drops or a request times out: `HarnessError`; the next request reconnects,
   with backoff, and the rollout re-runs the episodes from their seeds;
@@ -18,7 +19,13 @@ import time
 from typing import Any
 
 from lerobot.policies.websocket import wire
-from lerobot.utils.errors import ConfigError, HarnessError, PolicyError, PolicyUnreachableError
+from lerobot.utils.errors import (
+    ConfigError,
+    HarnessError,
+    PolicyError,
+    PolicyServerLostError,
+    PolicyUnreachableError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +110,7 @@ class ServerConnection:
                 return
             except PolicyUnreachableError:
                 if time.monotonic() >= deadline:
-                    raise PolicyUnreachableError(
+                    raise PolicyServerLostError(
                         f"--policy.host={self.uri}: the policy server did not come back within "
                         f"{self.reconnect_timeout_s:g} s (--policy.reconnect_timeout_s); finished episodes "
                         "are kept, continue with --eval.resume=true"

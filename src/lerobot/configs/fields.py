@@ -1,0 +1,66 @@
+"""Facts about a config field, kept on the field itself: `field(default=..., metadata=facts(...))`.
+
+A fact kept in a list far from the fields it names is forgotten when a field is added: resuming
+once refused a different `--env.max_parallel_tasks` because the list of settings that cannot
+change results lacked it. Here each field says it, and the lists are read off the fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any
+
+RESULT_NEUTRAL = "result_neutral"
+ONLY_BACKEND = "only_backend"
+
+
+def facts(*, result_neutral: bool = False, only_backend: str | None = None) -> dict[str, Any]:
+    """The metadata of a config field.
+
+    `result_neutral`: changing the setting cannot change any episode's outcome (batch size,
+    workers, timeouts, videos, where results go), so a resumed run may change it.
+    `only_backend`: the setting is read by that `--eval.backend` alone; with another it is an
+    error rather than silently ignored.
+    """
+    metadata: dict[str, Any] = {}
+    if result_neutral:
+        metadata[RESULT_NEUTRAL] = True
+    if only_backend is not None:
+        metadata[ONLY_BACKEND] = only_backend
+    return metadata
+
+
+def result_neutral_keys(config_class: type) -> frozenset[str]:
+    """The dotted names (`eval.batch_size`, `policy.device`, ...) of every result-neutral field
+    of `config_class` and of the config classes its fields hold (their base classes' fields,
+    which every subclass has)."""
+    return frozenset(
+        name for name, field in _dotted_fields(config_class) if field.metadata.get(RESULT_NEUTRAL)
+    )
+
+
+def backend_only_fields(config_class: type, backend: str) -> list[str]:
+    """The fields of `config_class` (not nested) that only `backend` reads."""
+    return [f.name for f in dataclasses.fields(config_class) if f.metadata.get(ONLY_BACKEND) == backend]
+
+
+def _dotted_fields(config_class: type, prefix: str = "") -> list[tuple[str, dataclasses.Field]]:
+    hints = typing.get_type_hints(config_class)
+    found = []
+    for field in dataclasses.fields(config_class):
+        name = f"{prefix}{field.name}"
+        nested = _dataclass_in(hints.get(field.name))
+        if nested is not None:
+            found.extend(_dotted_fields(nested, f"{name}."))
+        else:
+            found.append((name, field))
+    return found
+
+
+def _dataclass_in(annotation: Any) -> type | None:
+    """The dataclass an annotation holds: `EvalConfig`, or `EnvConfig | None`."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    options = typing.get_args(annotation) if union else (annotation,)
+    return next((o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)), None)
