@@ -201,3 +201,26 @@ def test_evaluation_concerns_import_downwards_only():
             if inside and layer_of[parts[2]] > layer_of[source]:
                 upward.append(f"{module_name(path)} -> {name}")
     assert upward == []
+
+
+def test_the_factories_know_no_type_by_name():
+    """Each policy class says how it is built (`for_env`), each env config how its envs are:
+    the factories only dispatch, so a new type needs no line in them."""
+    code = (
+        "import json, lerobot.envs, lerobot.policies\n"
+        "from lerobot.configs.env import EnvConfig\n"
+        "from lerobot.configs.policies import PreTrainedConfig\n"
+        "print(json.dumps([*PreTrainedConfig.get_known_choices(), *EnvConfig.get_known_choices()]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    type_names = set(json.loads(out.strip().splitlines()[-1]))
+    assert {"random", "websocket", "aloha_scripted", "metaworld", "aloha"} <= type_names
+    for factory in (SRC / "policies" / "factory.py", SRC / "envs" / "factory.py"):
+        tree = ast.parse(factory.read_text())
+        strings = {
+            n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        }
+        assert strings & type_names == set(), factory.name
+        assert [
+            m for m in imported_modules(factory) if m.startswith("lerobot.envs.")
+        ] == [] or factory.parent.name == "envs"

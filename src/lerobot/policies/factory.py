@@ -143,24 +143,7 @@ def _config_class(policy_type: str) -> type[PreTrainedConfig]:
 def _build(cfg: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy:
     if isinstance(cfg, CheckpointPolicyConfig):
         return _load_checkpoint(cfg)
-    policy_class = get_policy_class(cfg.type)
-    if cfg.type == "random":
-        if env_cfg is None:
-            raise ValueError("the random policy needs the env config to know the action space")
-        space = env_cfg.action_space()
-        return policy_class(cfg, space.low, space.high)
-    if cfg.type == "websocket":  # the request layout depends on the env's observations
-        return policy_class(cfg, env_cfg)
-    if cfg.type == "aloha_scripted":  # plans its waypoints over the episode's steps
-        return policy_class(cfg, n_steps=_episode_length(env_cfg))
-    return policy_class(cfg)
-
-
-def _episode_length(env_cfg: EnvConfig | None) -> int:
-    """How many steps a scripted policy plans: the env's step limit, else ALOHA's 400."""
-    from lerobot.envs.aloha import EPISODE_LENGTH
-
-    return getattr(env_cfg, "episode_length", None) or EPISODE_LENGTH
+    return get_policy_class(cfg.type).for_env(cfg, env_cfg)
 
 
 def _load_checkpoint(cfg: CheckpointPolicyConfig) -> PreTrainedPolicy:

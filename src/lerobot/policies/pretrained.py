@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import PreTrainedConfig
 
 
@@ -58,6 +59,16 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
     def __init__(self, config: PreTrainedConfig):
         super().__init__()
         self.config = config
+
+    @classmethod
+    def for_env(cls, config: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy:
+        """A fresh policy of this class for `config`, to act in `env_cfg`'s envs.
+
+        The default ignores the env; a policy whose shape depends on it says how here (the
+        random policy samples the env's action space, a scripted one plans over its episode
+        length), so the factory builds every type the same way.
+        """
+        return cls(config)
 
     @abc.abstractmethod
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:

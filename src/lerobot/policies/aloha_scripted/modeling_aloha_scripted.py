@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from lerobot.configs.env import EnvConfig
 from lerobot.envs.aloha.tasks import EPISODE_LENGTH, SIM_TASKS
 from lerobot.policies.aloha_scripted.configuration_aloha_scripted import AlohaScriptedConfig
 from lerobot.policies.aloha_scripted.end_effector_sim import joint_commands
@@ -40,6 +41,12 @@ class AlohaScriptedPolicy(PreTrainedPolicy):
         self.n_steps = n_steps
         self._commands: dict[int, np.ndarray] = {}
         self._steps: dict[int, int] = {}
+
+    @classmethod
+    def for_env(cls, config: AlohaScriptedConfig, env_cfg: EnvConfig | None) -> AlohaScriptedPolicy:
+        """Plans its waypoints over the env's step limit (ALOHA's 400 when it states none)."""
+        limits = [task.max_steps for task in env_cfg.tasks() if task.max_steps] if env_cfg else []
+        return cls(config, n_steps=max(limits, default=EPISODE_LENGTH))
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Forget the plans of `env_ids` (all rows when None); the next step plans afresh."""

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lerobot.configs.env import EnvConfig
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.random.configuration_random import RandomConfig
 from lerobot.utils.constants import OBS_PREFIX
@@ -33,6 +34,14 @@ class RandomPolicy(PreTrainedPolicy):
         self._offset = self.action_low.astype(np.float64)
         self._scale = (self.action_high - self.action_low).astype(np.float64)
         self._rngs: dict[int, np.random.Generator] = {}
+
+    @classmethod
+    def for_env(cls, config: RandomConfig, env_cfg: EnvConfig | None) -> RandomPolicy:
+        """Samples `env_cfg`'s action space, which it needs to know."""
+        if env_cfg is None:
+            raise ValueError("the random policy needs the env config to know the action space")
+        space = env_cfg.action_space()
+        return cls(config, space.low, space.high)
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         if env_ids is None:

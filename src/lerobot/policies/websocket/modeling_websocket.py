@@ -34,6 +34,11 @@ class WebsocketPolicy(PreTrainedPolicy):
     config_class = WebsocketConfig
     name = "websocket"
 
+    @classmethod
+    def for_env(cls, config: WebsocketConfig, env_cfg: EnvConfig | None) -> WebsocketPolicy:
+        """The request layout and the action size depend on the env's observations and actions."""
+        return cls(config, env_cfg)
+
     def __init__(self, config: WebsocketConfig, env_cfg: EnvConfig | None = None):
         super().__init__(config)
         self.format = FORMATS[config.obs_format](config.resize_size)
