@@ -4,7 +4,7 @@ random checkpoint written tensor by tensor.
 Full size is what LeRobot's checkpoints are: a gemma_2b PaliGemma with SigLIP So400m/14 and a
 gemma_300m action expert (4.14 B parameters for π0.5, 4.03 B for π0, as LeRobot 0.6.1 builds
 them: tests/fixtures/policies/pi_full_size_layout.json). Nothing is downloaded:
-the networks are built from the variant tables in lerobot.policies.pi0.configuration_pi0, and
+the networks are built from the variant tables in lerobot.policies.pi.configuration, and
 the tokenizer is the tiny fixture one (its ids are valid in any vocabulary).
 """
 
@@ -69,7 +69,7 @@ def build_on_meta(config):
 def libero_batch(n_rows: int, device, config, seed: int = 0) -> dict[str, torch.Tensor]:
     """A preprocessed LIBERO batch: 256 px cameras in [0, 1] (resized to 224 by the model), a
     normalised state, `PROMPT_TOKENS` real tokens padded to tokenizer_max_length."""
-    from lerobot.policies.pi0.configuration_pi0 import GEMMA_VARIANTS
+    from lerobot.policies.pi.configuration import GEMMA_VARIANTS
 
     vocab = GEMMA_VARIANTS[config.paligemma_variant].vocab_size
     length = config.tokenizer_max_length

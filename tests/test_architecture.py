@@ -224,3 +224,24 @@ def test_the_factories_know_no_type_by_name():
         assert [
             m for m in imported_modules(factory) if m.startswith("lerobot.envs.")
         ] == [] or factory.parent.name == "envs"
+
+
+POLICIES = SRC / "policies"
+POLICY_TYPES = sorted(p.parent.name for p in POLICIES.glob("*/configuration_*.py"))
+
+
+def test_policy_types_never_import_each_other_and_shared_pieces_never_import_a_type():
+    """What two types share lives in a folder of its own (`flow/`, `pi/`), not in one of them."""
+    assert {"act", "diffusion", "pi0", "pi05", "smolvla"} <= set(POLICY_TYPES)
+    wrong = []
+    for path in POLICIES.rglob("*.py"):
+        if path == POLICIES / "__init__.py":  # registers every type: it imports them all
+            continue
+        parts = path.relative_to(POLICIES).parts
+        home = parts[0] if len(parts) > 1 else None
+        for name in imported_modules(path):
+            target = name.split(".")
+            inside = target[:2] == ["lerobot", "policies"] and len(target) > 2
+            if inside and target[2] in POLICY_TYPES and target[2] != home:
+                wrong.append(f"{module_name(path)} -> {name}")
+    assert wrong == []

@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from lerobot.policies.resnet import FrozenBatchNorm2d, feature_channels, feature_map_size, resnet_trunk
+from lerobot.policies.backbones import RESNETS
+from lerobot.policies.resnet import SPECS, FrozenBatchNorm2d, feature_channels, feature_map_size, resnet_trunk
 from tests.policies.checkpoints import FIXTURES
 
 
@@ -48,3 +49,7 @@ def test_frozen_batch_norm_applies_the_stored_affine_map():
     x = torch.ones(1, 2, 1, 1)
     expected = torch.tensor([2.0 * 0.0 / (4.0 + 1e-5) ** 0.5 + 0.5, 2.0 / (1.0 + 1e-5) ** 0.5])
     torch.testing.assert_close(norm(x).flatten(), expected)
+
+
+def test_every_backbone_the_configs_accept_is_one_this_module_builds():
+    assert tuple(SPECS) == RESNETS

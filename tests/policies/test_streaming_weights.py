@@ -5,7 +5,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from lerobot.policies.streaming_weights import (
+from lerobot.policies.flow.streaming_weights import (
     WeightsError,
     load_streaming,
     read_entries,

@@ -13,7 +13,7 @@ import json
 import pytest
 import torch
 
-from lerobot.policies.pi0.modeling_pi0 import PiFlowPolicy
+from lerobot.policies.pi.modeling import PiFlowPolicy
 from lerobot.scripts import lerobot_eval, lerobot_train
 from tests.policies.pi_checkpoints import TOKENIZER_DIR, materialize
 from tests.policies.smolvla_checkpoints import populate_hub_cache, write_libero_dataset

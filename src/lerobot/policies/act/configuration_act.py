@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
+from lerobot.policies.backbones import RESNETS
 from lerobot.utils.errors import ConfigError
 
-RESNETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
 ACTIVATIONS = ("relu", "gelu", "glu")
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
-from lerobot.policies.act.configuration_act import RESNETS
+from lerobot.policies.backbones import RESNETS
 from lerobot.utils.errors import ConfigError
 
 SCHEDULERS = ("DDPM", "DDIM")

@@ -1,6 +1,6 @@
 """π0.5 settings, under the names and defaults of LeRobot's `pi05` config.json.
 
-Every field is π0's (lerobot.policies.pi0.configuration_pi0.PiFlowConfig); π0.5 changes two
+Every field is the π family's (lerobot.policies.pi.configuration.PiFlowConfig); π0.5 changes two
 defaults (quantile normalisation, 200 prompt tokens) and its instruction steps. Importing this
 module must stay cheap: nothing here touches torch or transformers.
 """
@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
-from lerobot.policies.pi0.configuration_pi0 import PiFlowConfig
+from lerobot.policies.pi.configuration import PiFlowConfig
 
 
 @PreTrainedConfig.register_subclass("pi05")

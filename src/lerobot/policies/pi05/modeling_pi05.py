@@ -1,4 +1,4 @@
-"""π0.5: π0's network (lerobot.policies.pi0.modeling_pi0) with the time in the expert's norms.
+"""π0.5: the π network (lerobot.policies.pi.modeling) with the time in the expert's norms.
 
 Module and parameter names match LeRobot's `PI05Policy` (`model.time_mlp_in.weight`,
 `model.paligemma_with_expert.gemma_expert.model.layers.0.input_layernorm.dense.weight`, ...).
@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
-from lerobot.policies.pi0.configuration_pi0 import PiFlowConfig
-from lerobot.policies.pi0.modeling_pi0 import PI0FlowMatching, PiFlowPolicy
+from lerobot.policies.pi.configuration import PiFlowConfig
+from lerobot.policies.pi.modeling import PiFlowMatching, PiFlowPolicy
 from lerobot.policies.pi05.configuration_pi05 import PI05Config
 
 
@@ -25,12 +25,12 @@ class PI05Policy(PiFlowPolicy):
     name = "pi05"
 
     @staticmethod
-    def network_class() -> type[PI0FlowMatching]:
+    def network_class() -> type[PiFlowMatching]:
         return PI05FlowMatching
 
 
-class PI05FlowMatching(PI0FlowMatching):
-    """π0.5's network: π0's, with the time MLP conditioning the expert's norms."""
+class PI05FlowMatching(PiFlowMatching):
+    """π0.5's network: the π network, with the time MLP conditioning the expert's norms."""
 
     def add_time_projections(self, config: PiFlowConfig, width: int) -> None:
         self.time_mlp_in = nn.Linear(width, width)

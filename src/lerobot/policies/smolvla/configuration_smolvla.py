@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
-from lerobot.policies.vla_config import EMPTY_CAMERA_PREFIX, VLAConfigMixin
+from lerobot.policies.flow.vla_config import EMPTY_CAMERA_PREFIX, VLAConfigMixin
 from lerobot.utils.errors import ConfigError
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 A checkpoint's model.safetensors holds every weight SmolVLA uses, the VLM's included, so
 nothing is downloaded to evaluate it: only the VLM's config (and tokenizer) is read from
 `vlm_model_name`. The network is built on the meta device, given empty storage on the target
-device, and filled tensor by tensor from the file (see lerobot.policies.streaming_weights).
+device, and filled tensor by tensor from the file (see lerobot.policies.flow.streaming_weights).
 
 Parameter dtypes follow LeRobot 0.6.1, which builds the VLM with
 `from_pretrained(vlm_model_name, dtype=bfloat16)` when `load_vlm_weights` is set: the VLM is
@@ -24,9 +24,9 @@ import torch
 
 from lerobot.configs.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError, config_fields
 from lerobot.configs.vlm_files import resolve_vlm_dir
+from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
-from lerobot.policies.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.utils.device import resolve_device
 
 logger = logging.getLogger(__name__)

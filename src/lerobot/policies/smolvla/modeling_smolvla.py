@@ -35,7 +35,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
 from lerobot.policies.action_queue import RowActionQueue
-from lerobot.policies.flow_matching import (
+from lerobot.policies.flow.matching import (
     RowNoise,
     euler_integrate,
     make_att_2d_masks,
@@ -44,7 +44,7 @@ from lerobot.policies.flow_matching import (
     sample_time,
     sinusoidal_time_embedding,
 )
-from lerobot.policies.flow_sampling_policy import FlowSamplingPolicy
+from lerobot.policies.flow.sampling_policy import FlowSamplingPolicy
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
 from lerobot.utils.constants import (

@@ -30,7 +30,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from lerobot.policies.pi0.configuration_pi0 import GEMMA_VARIANTS, VISION_TOWERS, GemmaVariant, SiglipSize
+from lerobot.policies.pi.configuration import GEMMA_VARIANTS, VISION_TOWERS, GemmaVariant, SiglipSize
 
 ATTENTION_MASK_VALUE = -2.3819763e38
 """openpi's additive mask value (LeRobot's OPENPI_ATTENTION_MASK_VALUE)."""

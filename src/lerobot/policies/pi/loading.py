@@ -2,7 +2,7 @@
 
 The network is built on the meta device in the config's dtype layout (float32, or LeRobot's
 bfloat16 one), given empty storage on the target device and filled from model.safetensors by
-lerobot.policies.streaming_weights, so host memory never holds a second copy of the 4.1 B
+lerobot.policies.flow.streaming_weights, so host memory never holds a second copy of the 4.1 B
 parameters. Names must match exactly (strict loading): a missing or unexpected tensor is a
 one-line error, never a silently random layer.
 """
@@ -18,12 +18,12 @@ import torch
 
 from lerobot.configs.checkpoint import WEIGHTS_FILE, CheckpointError, resolve_checkpoint
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.policies.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
+from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.utils.device import resolve_device
 
 if TYPE_CHECKING:
-    from lerobot.policies.pi0.configuration_pi0 import PiFlowConfig
-    from lerobot.policies.pi0.modeling_pi0 import PiFlowPolicy
+    from lerobot.policies.pi.configuration import PiFlowConfig
+    from lerobot.policies.pi.modeling import PiFlowPolicy
 
 logger = logging.getLogger(__name__)
 

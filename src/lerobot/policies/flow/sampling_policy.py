@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
-from lerobot.policies.flow_matching import RowNoise
+from lerobot.policies.flow.matching import RowNoise
 from lerobot.policies.pretrained import PreTrainedPolicy
 
 
