@@ -217,6 +217,21 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         return info
 
 
+def env_class_getter(
+    module_name: str, class_name: str, config_class: type[EnvConfig]
+) -> Callable[[str], Any]:
+    """A module `__getattr__` giving `config_class`'s env class as `class_name`, where LeRobot
+    code imports it from (`lerobot.envs.metaworld.MetaworldEnv`); the env module, gymnasium
+    and all, is imported on first use, through the entry point."""
+
+    def env_class_attribute(name: str) -> Any:
+        if name == class_name:
+            return config_class.env_class()
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+    return env_class_attribute
+
+
 def parse_name_list(value: list[str] | str, flag: str, allowed: Sequence[str]) -> list[str]:
     """A list of distinct names among `allowed`, from a list or a string.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -21,6 +22,18 @@ class ConfigError(ValueError):
     Its message is one line naming the flag, the value and what is allowed; the CLI prints
     it as is and exits with code 2, before any simulator or worker starts.
     """
+
+
+def require_choice(flag: str, value: Any, choices: Sequence[Any]) -> None:
+    """The one-line error for a value of `flag` that is not among `choices`."""
+    if value not in choices:
+        raise ConfigError(f"{flag}={value!r}: must be one of {', '.join(map(str, choices))}")
+
+
+def require_at_least(flag: str, value: int, low: int) -> None:
+    """The one-line error for a count or size of `flag` below `low`."""
+    if value < low:
+        raise ConfigError(f"{flag}={value}: must be an integer >= {low}")
 
 
 class ResultsWriteError(OSError):

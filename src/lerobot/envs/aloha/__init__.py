@@ -40,7 +40,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from lerobot.configs.env import EnvConfig
+from lerobot.configs.env import EnvConfig, env_class_getter
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.aloha.tasks import (
     ACTION_DIM,
@@ -55,7 +55,7 @@ from lerobot.envs.aloha.tasks import (
     resolve_tasks,
 )
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_at_least, require_choice
 
 INSTALL_HINT = "install the extra: pip install 'lerobot[aloha]'"
 
@@ -88,11 +88,9 @@ class AlohaEnvConfig(EnvConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.obs_type not in OBS_TYPES:
-            raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
         for flag in ("observation_height", "observation_width", "episode_length"):
-            if getattr(self, flag) < 1:
-                raise ConfigError(f"--env.{flag}={getattr(self, flag)}: must be an integer >= 1")
+            require_at_least(f"--env.{flag}", getattr(self, flag), 1)
         self._tasks = resolve_tasks(self.task)
         check_installed()
 
@@ -125,8 +123,4 @@ class AlohaEnvConfig(EnvConfig):
         return features
 
 
-def __getattr__(name: str) -> Any:
-    """`lerobot.envs.aloha.AlohaEnv`, loaded on first use through the config's entry point."""
-    if name == "AlohaEnv":
-        return AlohaEnvConfig.env_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = env_class_getter(__name__, "AlohaEnv", AlohaEnvConfig)  # LeRobot's import path of the env class

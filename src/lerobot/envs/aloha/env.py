@@ -22,10 +22,11 @@ from lerobot.envs.aloha.tasks import (
     MAX_REWARD,
     SIM_TASKS,
 )
+from lerobot.envs.blind_steps import StepsWithoutImages
 from lerobot.utils.gl import default_mujoco_gl
 
 
-class AlohaEnv(gym.Env):
+class AlohaEnv(StepsWithoutImages, gym.Env):
     """One gym-aloha task in LeRobot's observation format, simulated from the first reset on.
 
     Building lazily matters: vector envs construct their sub-envs in the parent, and a GL
@@ -53,7 +54,6 @@ class AlohaEnv(gym.Env):
         self.action_space = build_action_space()
         self._sim = None
         self._frame: np.ndarray | None = None
-        self._images_wanted = True
         self._steps = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -79,15 +79,6 @@ class AlohaEnv(gym.Env):
         truncated = self._steps >= self.episode_length
         info = {"is_success": bool(success), "task": self.task}
         return self._format(time_step.observation), float(time_step.reward), bool(success), truncated, info
-
-    def step_without_images(self, action: np.ndarray):
-        """`step`, with a black camera image instead of a rendered one: for a step whose image
-        nobody reads (a chunking policy taking queued actions). `render()` still renders."""
-        self._images_wanted = False
-        try:
-            return self.step(action)
-        finally:
-            self._images_wanted = True
 
     def render(self) -> np.ndarray:
         """The top camera's view of the current state, at the observation size."""

@@ -39,7 +39,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from lerobot.configs.env import EnvConfig, parse_name_list
+from lerobot.configs.env import EnvConfig, env_class_getter, parse_name_list
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.libero.install import check_installed
 from lerobot.envs.libero.tasks import (
@@ -57,7 +57,7 @@ from lerobot.envs.libero.tasks import (
     task_description,
 )
 from lerobot.utils.constants import ACTION, OBS_IMAGES, OBS_STATE
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_at_least, require_choice
 
 
 @EnvConfig.register_subclass("libero")
@@ -100,8 +100,7 @@ class LiberoEnvConfig(EnvConfig):
     """LeRobot's flag; `rgb_array` (offscreen images) is the one mode here."""
 
     def __post_init__(self) -> None:
-        if self.obs_type not in OBS_TYPES:
-            raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
         self._check_lerobot_flags()  # --env.fps first: here it is the control frequency
         super().__post_init__()
         self.camera_name = parse_name_list(self.camera_name, "--env.camera_name", CAMERAS)
@@ -112,16 +111,12 @@ class LiberoEnvConfig(EnvConfig):
             ("episode_length", 1 if self.episode_length is None else self.episode_length, 1),
             ("num_settle_steps", self.num_settle_steps, 0),
         ):
-            if value < low:
-                raise ConfigError(f"--env.{flag}={value}: must be an integer >= {low}")
+            require_at_least(f"--env.{flag}", value, low)
         self._selected_tasks = select_tasks(resolve_suites(self.task), self.task_ids)
         check_installed()
 
     def _check_lerobot_flags(self) -> None:
-        if self.control_mode not in CONTROL_MODES:
-            raise ConfigError(
-                f"--env.control_mode={self.control_mode!r}: must be one of {', '.join(CONTROL_MODES)}"
-            )
+        require_choice("--env.control_mode", self.control_mode, CONTROL_MODES)
         if self.fps <= 0:
             raise ConfigError(
                 f"--env.fps={self.fps}: must be a positive control frequency in Hz (LIBERO: 20)"
@@ -186,9 +181,6 @@ def _check_camera_keys(cameras: list[str], mapping: dict[str, str]) -> None:
         )
 
 
-def __getattr__(name: str) -> Any:
-    """`lerobot.envs.libero.LiberoEnv`, where LeRobot code imports the env from; loaded on
-    first use, through the config's entry point, so that importing the config stays light."""
-    if name == "LiberoEnv":
-        return LiberoEnvConfig.env_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = env_class_getter(
+    __name__, "LiberoEnv", LiberoEnvConfig
+)  # LeRobot's import path of the env class

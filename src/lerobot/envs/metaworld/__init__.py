@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from lerobot.configs.env import EnvConfig, parse_name_list
+from lerobot.configs.env import EnvConfig, env_class_getter, parse_name_list
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.metaworld.tasks import (
     ACTION_DIM,
@@ -39,7 +39,7 @@ from lerobot.envs.metaworld.tasks import (
     task_description,
 )
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_IMAGES, OBS_STATE
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_choice
 
 
 @EnvConfig.register_subclass("metaworld")
@@ -80,8 +80,7 @@ class MetaworldEnvConfig(EnvConfig):
             raise ConfigError(
                 f"--env.render_mode={self.render_mode!r}: must be rgb_array (offscreen rendering)"
             )
-        if self.obs_type not in OBS_TYPES:
-            raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
         self.camera_names = parse_name_list(self.camera_names, "--env.camera_names", CAMERAS)
         for flag, value in (
             ("observation_height", self.observation_height),
@@ -126,9 +125,6 @@ class MetaworldEnvConfig(EnvConfig):
         return features
 
 
-def __getattr__(name: str) -> Any:
-    """`lerobot.envs.metaworld.MetaworldEnv`, where LeRobot code imports the env from; loaded
-    on first use, through the config's entry point, so that importing the config stays light."""
-    if name == "MetaworldEnv":
-        return MetaworldEnvConfig.env_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = env_class_getter(
+    __name__, "MetaworldEnv", MetaworldEnvConfig
+)  # LeRobot's import path of the env class

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from lerobot.envs.blind_steps import StepsWithoutImages
 from lerobot.envs.metaworld.tasks import (
     ACTION_DIM,
     AGENT_POS_DIM,
@@ -28,7 +29,7 @@ from lerobot.envs.metaworld.tasks import (
 from lerobot.utils.gl import default_mujoco_gl
 
 
-class MetaworldEnv(gym.Env):
+class MetaworldEnv(StepsWithoutImages, gym.Env):
     """One Meta-World task as a gymnasium env whose simulator is built on first reset.
 
     Building lazily matters: vector envs construct their sub-envs in the parent to read the
@@ -74,7 +75,6 @@ class MetaworldEnv(gym.Env):
         self._sim = None
         self._renderer = None
         self._frames: dict[str, np.ndarray] = {}
-        self._images_wanted = True
         self._steps = 0
 
     # --- simulator ----------------------------------------------------------------------
@@ -130,16 +130,6 @@ class MetaworldEnv(gym.Env):
         truncated = bool(sim_truncated) or self._steps >= self.episode_length
         out_info = {"is_success": success, "task": self.task}
         return self._format_observation(raw_obs), float(reward), terminated, truncated, out_info
-
-    def step_without_images(self, action: np.ndarray):
-        """`step`, with black camera images instead of rendered ones: for a step whose images
-        nobody reads (a chunking policy taking queued actions), where the render is most of
-        the cost. `render()` afterwards still renders the real view."""
-        self._images_wanted = False
-        try:
-            return self.step(action)
-        finally:
-            self._images_wanted = True
 
     def render(self) -> np.ndarray:
         """The first camera's view of the current state, upright."""

@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from lerobot.configs.env import EnvConfig
+from lerobot.configs.env import EnvConfig, env_class_getter
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.pusht.tasks import (
     ACTION_DIM,
@@ -49,7 +49,7 @@ from lerobot.envs.pusht.tasks import (
     resolve_task,
 )
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_STATE
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_at_least, require_choice
 
 # pygame (gym-pusht draws with it) prints a banner on import unless told not to.
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -89,8 +89,7 @@ class PushtEnvConfig(EnvConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.obs_type not in OBS_TYPES:
-            raise ConfigError(f"--env.obs_type={self.obs_type!r}: must be one of {', '.join(OBS_TYPES)}")
+        require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
         for flag in (
             "observation_height",
             "observation_width",
@@ -98,8 +97,7 @@ class PushtEnvConfig(EnvConfig):
             "visualization_width",
             "episode_length",
         ):
-            if getattr(self, flag) < 1:
-                raise ConfigError(f"--env.{flag}={getattr(self, flag)}: must be an integer >= 1")
+            require_at_least(f"--env.{flag}", getattr(self, flag), 1)
         self.task = resolve_task(self.task)
         check_installed()
 
@@ -136,8 +134,4 @@ class PushtEnvConfig(EnvConfig):
         return features
 
 
-def __getattr__(name: str) -> Any:
-    """`lerobot.envs.pusht.PushtEnv`, loaded on first use through the config's entry point."""
-    if name == "PushtEnv":
-        return PushtEnvConfig.env_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = env_class_getter(__name__, "PushtEnv", PushtEnvConfig)  # LeRobot's import path of the env class

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
 from lerobot.policies.backbones import RESNETS
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_choice
 
 ACTIVATIONS = ("relu", "gelu", "glu")
 
@@ -77,19 +77,13 @@ class ACTConfig(CheckpointPolicyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.vision_backbone not in RESNETS:
-            raise ConfigError(
-                f"--policy.vision_backbone={self.vision_backbone!r}: must be one of {', '.join(RESNETS)}"
-            )
+        require_choice("--policy.vision_backbone", self.vision_backbone, RESNETS)
         if self.replace_final_stride_with_dilation and self.vision_backbone in ("resnet18", "resnet34"):
             raise ConfigError(
                 "--policy.replace_final_stride_with_dilation=true: needs a Bottleneck ResNet "
                 f"(resnet50, resnet101, resnet152), not {self.vision_backbone}"
             )
-        if self.feedforward_activation not in ACTIVATIONS:
-            raise ConfigError(
-                f"--policy.feedforward_activation={self.feedforward_activation!r}: must be one of {', '.join(ACTIVATIONS)}"
-            )
+        require_choice("--policy.feedforward_activation", self.feedforward_activation, ACTIVATIONS)
         if not 1 <= self.n_action_steps <= self.chunk_size:
             raise ConfigError(
                 f"--policy.n_action_steps={self.n_action_steps}: must be between 1 and --policy.chunk_size={self.chunk_size}"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
 from lerobot.policies.backbones import RESNETS
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_choice
 
 SCHEDULERS = ("DDPM", "DDIM")
 PREDICTION_TYPES = ("epsilon", "sample")
@@ -92,10 +92,10 @@ class DiffusionConfig(CheckpointPolicyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_choice("vision_backbone", self.vision_backbone, RESNETS)
-        _check_choice("noise_scheduler_type", self.noise_scheduler_type, SCHEDULERS)
-        _check_choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
-        _check_choice("beta_schedule", self.beta_schedule, BETA_SCHEDULES)
+        require_choice("--policy.vision_backbone", self.vision_backbone, RESNETS)
+        require_choice("--policy.noise_scheduler_type", self.noise_scheduler_type, SCHEDULERS)
+        require_choice("--policy.prediction_type", self.prediction_type, PREDICTION_TYPES)
+        require_choice("--policy.beta_schedule", self.beta_schedule, BETA_SCHEDULES)
         if self.input_features and self.robot_state_feature is None:
             raise ConfigError("--policy.input_features: Diffusion Policy needs an 'observation.state' input")
         if not 0 < self.crop_ratio <= 1.0:
@@ -137,8 +137,3 @@ class DiffusionConfig(CheckpointPolicyConfig):
             return tuple(self.resize_shape)
         first = next(iter(self.image_features.values()))
         return first.shape[1], first.shape[2]
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"--policy.{name}={value!r}: must be one of {', '.join(allowed)}")

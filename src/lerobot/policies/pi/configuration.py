@@ -15,7 +15,7 @@ from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.policies.flow.vla_config import EMPTY_CAMERA_PREFIX, VLAConfigMixin
 from lerobot.utils.constants import ACTION, OBS_STATE
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_choice
 
 PALIGEMMA_TOKENIZER = "google/paligemma-3b-pt-224"
 """The tokenizer LeRobot's π processors name (a gated hub repo: accept its licence, log in)."""
@@ -181,8 +181,7 @@ class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
                 f"--policy.image_resolution={list(self.image_resolution)}: PaliGemma needs a square "
                 "positive size, e.g. [224,224]"
             )
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"--policy.dtype={self.dtype!r}: must be one of {', '.join(DTYPES)}")
+        require_choice("--policy.dtype", self.dtype, DTYPES)
 
     def _check_variants(self) -> None:
         vlm, expert = self.paligemma_variant, self.action_expert_variant

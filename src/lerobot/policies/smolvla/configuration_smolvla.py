@@ -14,7 +14,7 @@ from typing import ClassVar
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.policies.flow.vla_config import EMPTY_CAMERA_PREFIX, VLAConfigMixin
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_choice
 
 logger = logging.getLogger(__name__)
 
@@ -168,14 +168,8 @@ class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
             )
 
     def _check_choices(self) -> None:
-        if self.attention_mode not in ATTENTION_MODES:
-            raise ConfigError(
-                f"--policy.attention_mode={self.attention_mode!r}: must be one of {', '.join(ATTENTION_MODES)}"
-            )
-        if self.pad_language_to not in PADDINGS:
-            raise ConfigError(
-                f"--policy.pad_language_to={self.pad_language_to!r}: must be one of {', '.join(PADDINGS)}"
-            )
+        require_choice("--policy.attention_mode", self.attention_mode, ATTENTION_MODES)
+        require_choice("--policy.pad_language_to", self.pad_language_to, PADDINGS)
         self._check_layer_layout()
 
     def _check_layer_layout(self) -> None:
