@@ -1,8 +1,8 @@
 """Facts about a config field, kept on the field itself: `field(default=..., metadata=facts(...))`.
 
-A fact kept in a list far from the fields it names is forgotten when a field is added: resuming
-once refused a different `--env.max_parallel_tasks` because the list of settings that cannot
-change results lacked it. Here each field says it, and the lists are read off the fields.
+A list of field names kept elsewhere goes stale when a field is added or moved; a fact on the
+field cannot. The lists the code needs (the settings a resume may change, those only the Ray
+backend reads) are read off the fields.
 """
 
 from __future__ import annotations

@@ -26,12 +26,13 @@ from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecord
 from lerobot.evaluation.run.collector import RunCollector
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
-from lerobot.evaluation.run.rollout import RolloutSettings, RowPolicy
+from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.evaluation.store.journal import EpisodeJournal
 from lerobot.evaluation.store.output_dir import RunOutput, claimed_output_dir
 from lerobot.evaluation.store.provenance import utc_now
 from lerobot.evaluation.store.result_files import write_partial_results, write_results
 from lerobot.policies.factory import make_policy, make_pre_post_processors
+from lerobot.policies.pretrained import RowPolicy
 
 logger = logging.getLogger(__name__)
 

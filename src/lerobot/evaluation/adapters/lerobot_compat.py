@@ -2,8 +2,8 @@
 
 `eval_policy` (one vector env), `eval_policy_all` (LeRobot's {suite: {task_id: env}}) and
 `rollout` (one batch of episodes) have LeRobot 0.6.1's signatures and return its dict shapes.
-The first two run on the same runner and local backend as `lerobot-eval`, so results are
-identical to a CLI run. They take any gymnasium vector env: ours, a SyncVectorEnv (each
+The first two run through `run_evaluation` on the local backend, as `lerobot-eval` does, so
+results are identical to a CLI run. They take any gymnasium vector env: ours, a SyncVectorEnv (each
 sub-env stepped on its own, every episode on its own seed), or one without per-slot control
 such as an AsyncVectorEnv (stepped whole, in waves of episodes, as LeRobot does). The
 processors may be ours or LeRobot-style: the env postprocessor maps {"action": tensor}.

@@ -88,9 +88,9 @@ class LocalBackend(EvalBackend):
 
     A task's env is closed as soon as its task is done, also when it fails, so at most one
     task's (or N tasks') workers and simulators exist at any time; with `close_envs=False`
-    the caller, who built the envs, keeps them open (LeRobot's `eval_policy`). The copies matter: a policy
-    keeps per-row state (action queues, observation histories, random generators), and tasks
-    sharing one would interleave it. LeRobot shares one policy between its threads (its issue
+    the caller, who built the envs, keeps them open (LeRobot's `eval_policy`). The copies
+    matter: a policy keeps per-row state (action queues, observation histories, random
+    generators), and tasks sharing one would interleave it. LeRobot shares one policy between its threads (its issue
     #4327: 85% success silently became 0%); here every episode gives the same result with N
     tasks at a time as with one.
     """
