@@ -1,4 +1,5 @@
-"""Write tests/fixtures/lerobot_0_6_1_signatures.json: LeRobot's public function signatures.
+"""Write tests/fixtures/lerobot_0_6_1_signatures.json: LeRobot's public function signatures and
+the config fields of the policy types both projects have.
 
 Run once, by hand, with the PyPI package `lerobot` 0.6.1 in a scratch virtual environment
 outside this repository (never a dependency of this project):
@@ -11,12 +12,15 @@ Each entry records a function's parameters as the installed package's source def
 names in order, their kind (inspect's names) and their default (as source text). The source is
 parsed rather than imported: importing `lerobot.scripts.lerobot_eval` needs LeRobot's dataset
 extra, and the signature is in the source either way. tests/test_lerobot_compat.py checks that
-ours accept the same calls.
+ours accept the same calls. The config fields are read from the imported config classes (they
+import without extras): tests/policies/test_pretrained.py checks that the config.json our
+`save_pretrained` writes holds none LeRobot lacks.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.metadata
 import importlib.util
 import json
@@ -64,13 +68,31 @@ def describe(tree: ast.Module, name: str) -> list[dict[str, str | None]]:
     ]
 
 
+POLICY_TYPES = ("act", "diffusion", "smolvla", "pi0", "pi05")
+
+
+def config_fields() -> dict[str, list[str]]:
+    """The dataclass fields of LeRobot's config class of each policy type."""
+    import lerobot.policies  # noqa: F401  (registers the types)
+    from lerobot.configs.policies import PreTrainedConfig
+
+    return {
+        name: [f.name for f in dataclasses.fields(PreTrainedConfig.get_choice_class(name))]
+        for name in POLICY_TYPES
+    }
+
+
 def main() -> None:
     signatures = {
         f"{module}.{name}": describe(module_source(module), name)
         for module, names in PUBLIC.items()
         for name in names
     }
-    document = {"lerobot_version": importlib.metadata.version("lerobot"), "signatures": signatures}
+    document = {
+        "lerobot_version": importlib.metadata.version("lerobot"),
+        "signatures": signatures,
+        "config_fields": config_fields(),
+    }
     OUT.write_text(json.dumps(document, indent=1) + "\n")
     print(f"wrote {len(signatures)} signatures to {OUT}")
 

@@ -63,6 +63,10 @@ def test_without_features_they_are_read_from_the_spaces(toy_config_class):
         task: str = "Reach-v0"
 
         @property
+        def package_name(self) -> str:
+            return "gym_toy"  # registers the id; not gym_toy_bare, LeRobot's default name
+
+        @property
         def gym_id(self) -> str:
             return f"gym_toy/{self.task}"
 

@@ -13,14 +13,19 @@ The weights are loaded by `lerobot.policies.checkpoint`.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lerobot.configs.hub import REPO_ID, snapshot
+import draccus
+
+from lerobot.configs.hub import DEFAULT_HUB, REPO_ID, HubOptions, snapshot
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
+from lerobot.configs.types import PolicyFeature
 from lerobot.utils.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -33,6 +38,8 @@ POSTPROCESSOR_FILE = "policy_postprocessor.json"
 HUB_PATTERNS = ["*.json", "*.safetensors"]
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LEGACY_NORM_PREFIXES = ("normalize_inputs.", "normalize_targets.", "unnormalize_outputs.")
+NOT_SAVED = ("pretrained_path", "pretrained_revision")
+"""Where a config was loaded from, not what it is: never written into config.json."""
 # LeRobot policy types this build knows of but cannot run yet.
 NOT_YET_SUPPORTED = ("pi0_fast", "groot", "xvla", "wall_x", "tdmpc", "vqbet", "sac")
 
@@ -50,7 +57,7 @@ def supported_types() -> list[str]:
     ]
 
 
-def resolve_checkpoint(path: str, revision: str | None = None) -> Path:
+def resolve_checkpoint(path: str, revision: str | None = None, hub: HubOptions = DEFAULT_HUB) -> Path:
     """The local directory of `--policy.path`: the directory itself, or the hub snapshot."""
     local = Path(path).expanduser()
     if local.exists():
@@ -63,24 +70,56 @@ def resolve_checkpoint(path: str, revision: str | None = None) -> Path:
         raise CheckpointError(
             f"--policy.path={path}: no such directory (and not a hub repo id like 'user/model')"
         )
-    return _download(path, revision)
-
-
-def _download(repo_id: str, revision: str | None) -> Path:
-    """The snapshot of `repo_id` from the hub cache, fetched first unless offline."""
     return snapshot(
-        repo_id,
+        path,
         flag="--policy.path",
         what="checkpoint",
         local_hint="pass a local directory",
         revision=revision,
         patterns=HUB_PATTERNS,
         error=CheckpointError,
+        hub=hub,
     )
 
 
 def read_checkpoint_config(directory: Path, flag: str) -> dict[str, Any]:
     """config.json as a dict, after checking that its type is one this build runs."""
+    config = _read_config_json(directory, flag)
+    check_policy_type(config["type"], flag)
+    if not isinstance(config.get("output_features"), dict) or "action" not in config["output_features"]:
+        raise CheckpointError(
+            f"--policy.path={flag}: {CONFIG_FILE} declares no 'action' in output_features (configs from "
+            "LeRobot before 0.1 list input_shapes instead; re-save the checkpoint with a current LeRobot)"
+        )
+    check_weights_file(directory, flag)
+    return config
+
+
+def read_policy_config(
+    directory: Path, flag: str, revision: str | None = None, overrides: Mapping[str, Any] | None = None
+) -> PreTrainedConfig:
+    """The config a saved policy directory holds: a LeRobot checkpoint's (checked as
+    `--policy.path` checks it, `pretrained_path` set to the directory), or one of this build's
+    policies without weights of their own (`random`, the scripted ones), saved by
+    `save_pretrained`. `overrides` replace saved values."""
+    saved = _read_config_json(directory, flag)
+    config_class = PreTrainedConfig.get_choice_class(saved["type"]) if _registered(saved["type"]) else None
+    if config_class is None or issubclass(config_class, CheckpointPolicyConfig):
+        saved = read_checkpoint_config(directory, flag)
+        config_class = PreTrainedConfig.get_choice_class(saved["type"])
+        fields = {**config_fields(config_class, saved), **(overrides or {})}
+        fields.update(pretrained_path=str(directory), pretrained_revision=revision)
+    else:
+        fields = {**config_fields(config_class, saved), **(overrides or {})}
+    return draccus.decode(config_class, fields)
+
+
+def _registered(policy_type: Any) -> bool:
+    return isinstance(policy_type, str) and policy_type in PreTrainedConfig.get_known_choices()
+
+
+def _read_config_json(directory: Path, flag: str) -> dict[str, Any]:
+    """config.json as a dict with a `type`, or a one-line CheckpointError."""
     config_path = directory / CONFIG_FILE
     if not config_path.is_file():
         raise CheckpointError(
@@ -92,13 +131,6 @@ def read_checkpoint_config(directory: Path, flag: str) -> dict[str, Any]:
         raise CheckpointError(f"--policy.path={flag}: {CONFIG_FILE} is not valid JSON ({exc})") from None
     if not isinstance(config, dict) or "type" not in config:
         raise CheckpointError(f"--policy.path={flag}: {CONFIG_FILE} has no 'type' field (e.g. \"act\")")
-    check_policy_type(config["type"], flag)
-    if not isinstance(config.get("output_features"), dict) or "action" not in config["output_features"]:
-        raise CheckpointError(
-            f"--policy.path={flag}: {CONFIG_FILE} declares no 'action' in output_features (configs from "
-            "LeRobot before 0.1 list input_shapes instead; re-save the checkpoint with a current LeRobot)"
-        )
-    check_weights_file(directory, flag)
     return config
 
 
@@ -136,3 +168,26 @@ def config_fields(config_class: type, checkpoint_config: Mapping[str, Any]) -> d
     if ignored:
         logger.debug("config.json settings not used at evaluation: %s", ", ".join(ignored))
     return kept
+
+
+def encode_policy_config(cfg: PreTrainedConfig) -> dict[str, Any]:
+    """config.json: `type` first, then every field under LeRobot's names, but those LeRobot's
+    config of the type lacks (`fields_lerobot_lacks`), so that LeRobot loads the file too."""
+    left_out = {*NOT_SAVED, *cfg.fields_lerobot_lacks}
+    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name not in left_out}
+    return {"type": cfg.type, **encode_json_value(fields)}
+
+
+def encode_json_value(value: Any) -> Any:
+    """A config value as JSON: features as {type, shape}, enums by value, paths as strings."""
+    if isinstance(value, PolicyFeature):
+        return {"type": str(value.type), "shape": list(value.shape)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): encode_json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encode_json_value(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lerobot.utils.errors import ConfigError
@@ -39,6 +40,23 @@ def hub_cache_dir() -> str:
     return str(constants.HF_HUB_CACHE)
 
 
+@dataclass(frozen=True)
+class HubOptions:
+    """How to fetch from the hub, as the arguments of LeRobot's `from_pretrained` say it (LeRobot's
+    `proxies` and `resume_download` are accepted there and have no effect: huggingface_hub 1.x
+    reads proxies from the environment and always resumes)."""
+
+    cache_dir: str | Path | None = None
+    """The hub cache to use; default HF_HUB_CACHE (or HF_HOME/hub), as set now."""
+    force_download: bool = False
+    token: str | bool | None = None
+    local_files_only: bool = False
+    """The local cache only, as with HF_HUB_OFFLINE=1."""
+
+
+DEFAULT_HUB = HubOptions()
+
+
 def snapshot(
     repo_id: str,
     *,
@@ -49,6 +67,7 @@ def snapshot(
     repo_type: str | None = None,
     patterns: Sequence[str] | None = None,
     error: type[ConfigError] = ConfigError,
+    hub: HubOptions = DEFAULT_HUB,
 ) -> Path:
     """The local snapshot directory of `repo_id`, or a one-line `error` naming `flag`.
 
@@ -64,16 +83,19 @@ def snapshot(
         RevisionNotFoundError,
     )
 
-    offline = hub_offline()
+    offline = hub_offline() or hub.local_files_only
+    cache_dir = str(hub.cache_dir) if hub.cache_dir is not None else hub_cache_dir()
     where = f"{repo_id}@{revision}" if revision else repo_id
     try:
         directory = snapshot_download(
             repo_id,
             repo_type=repo_type,
             revision=revision,
-            cache_dir=hub_cache_dir(),
+            cache_dir=cache_dir,
             allow_patterns=list(patterns) if patterns else None,
             local_files_only=offline,
+            force_download=hub.force_download,
+            token=hub.token,
         )
     except RevisionNotFoundError:
         raise error(f"{flag}={where}: no such revision of {repo_id} on the hub") from None
@@ -84,9 +106,12 @@ def snapshot(
             f"{flag}={repo_id}: no such local directory, and the hub has no accessible {what} of that name"
         ) from None
     except LocalEntryNotFoundError:
-        reason = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
+        if hub_offline():
+            reason = "HF_HUB_OFFLINE is set"
+        else:
+            reason = "local_files_only is set" if hub.local_files_only else "the hub cannot be reached"
         raise error(
-            f"{flag}={where}: {reason} and the {what} is not in the local cache ({hub_cache_dir()}); "
+            f"{flag}={where}: {reason} and the {what} is not in the local cache ({cache_dir}); "
             f"download it once online or {local_hint}"
         ) from None
     except (HfHubHTTPError, OSError) as exc:

@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import draccus
@@ -29,6 +30,10 @@ DEVICE_CHOICES = "cpu, cuda, cuda:<index>, mps or xpu (unset: the best available
 
 @dataclass
 class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
+    fields_lerobot_lacks: ClassVar[frozenset[str]] = frozenset()
+    """Settings of this build that LeRobot's config of the same type does not have: left out of
+    the config.json `save_pretrained` writes, which LeRobot refuses otherwise."""
+
     device: str | None = field(default=None, metadata=facts(result_neutral=True))
     """Torch device: cpu, cuda, cuda:<index>, mps or xpu; unset picks cuda, else mps, else cpu.
     A device this machine lacks is an error before anything starts."""
@@ -45,23 +50,39 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
 
     @classmethod
     def from_pretrained(
-        cls, pretrained_name_or_path: str | Any, *, revision: str | None = None, **policy_kwargs: Any
+        cls,
+        pretrained_name_or_path: str | Path,
+        *,
+        force_download: bool = False,
+        resume_download: bool | None = None,
+        proxies: dict[Any, Any] | None = None,
+        token: str | bool | None = None,
+        cache_dir: str | Path | None = None,
+        local_files_only: bool = False,
+        revision: str | None = None,
+        **policy_kwargs: Any,
     ) -> PreTrainedConfig:
         """The config saved in a LeRobot checkpoint (a directory or a hub repo id), as LeRobot's
         `PreTrainedConfig.from_pretrained` gives it, with `pretrained_path` set to the directory.
 
         `policy_kwargs` override saved values (`n_action_steps=10`). Hub downloads follow
-        `--policy.path`'s rules: configs and safetensors only, the local cache with HF_HUB_OFFLINE=1.
+        `--policy.path`'s rules: configs and safetensors only, the local cache alone with
+        HF_HUB_OFFLINE=1 or `local_files_only`; a miss is one line.
         """
-        from lerobot.configs.checkpoint import config_fields, read_checkpoint_config, resolve_checkpoint
+        from lerobot.configs.checkpoint import read_policy_config, resolve_checkpoint
+        from lerobot.configs.hub import HubOptions
 
-        flag = str(pretrained_name_or_path)
-        directory = resolve_checkpoint(flag, revision)
-        saved = read_checkpoint_config(directory, flag)
-        config_class = PreTrainedConfig.get_choice_class(saved["type"])
-        fields = {**config_fields(config_class, saved), **policy_kwargs}
-        fields.update(pretrained_path=str(directory), pretrained_revision=revision)
-        return draccus.decode(config_class, fields)
+        hub = HubOptions(cache_dir, force_download, token, local_files_only)
+        directory = resolve_checkpoint(str(pretrained_name_or_path), revision, hub)
+        return read_policy_config(directory, str(pretrained_name_or_path), revision, policy_kwargs)
+
+    def save_pretrained(self, save_directory: str | Path) -> None:
+        """Write config.json as LeRobot writes it (`type` first), readable by LeRobot too."""
+        from lerobot.configs.checkpoint import CONFIG_FILE, encode_policy_config
+
+        directory = Path(save_directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / CONFIG_FILE).write_text(json.dumps(encode_policy_config(self), indent=4))
 
     def check_env(self, env: EnvConfig) -> None:
         """Fail before anything starts when this policy cannot run on `env` (default: it can)."""

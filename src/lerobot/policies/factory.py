@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from lerobot.configs.env import EnvConfig
@@ -147,15 +146,12 @@ def _build(cfg: PreTrainedConfig, env_cfg: EnvConfig | None) -> PreTrainedPolicy
 
 
 def _load_checkpoint(cfg: CheckpointPolicyConfig) -> PreTrainedPolicy:
-    """The checkpoint's model with its weights, or a fresh one when there is no checkpoint."""
+    """The checkpoint's model with its weights (strict names), or a fresh one when there is no
+    checkpoint."""
     cls = get_policy_class(cfg.type)
     if cfg.pretrained_path is None:
         logger.warning("--policy.type=%s without --policy.path: a freshly initialised model", cfg.type)
         return cls(cfg)
-    if hasattr(cls, "from_pretrained"):  # builds on its device and streams the weights there
-        return cls.from_pretrained(cfg.pretrained_path, config=cfg, device=resolve_device(cfg.device))
-    from lerobot.policies.checkpoint import load_weights
-
-    policy = cls(cfg)
-    load_weights(policy, Path(cfg.pretrained_path))
-    return policy
+    return cls.from_pretrained(
+        cfg.pretrained_path, config=cfg, strict=True, device=resolve_device(cfg.device)
+    )

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import torch
 from torch import nn
 
+from lerobot.configs.checkpoint import CheckpointError
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.policies.checkpoint import load_weights, save_weights
+from lerobot.utils.device import resolve_device
+from lerobot.utils.errors import ConfigError
+
+P = TypeVar("P", bound="PreTrainedPolicy")
 
 
 class RowPolicy(Protocol):
@@ -70,6 +77,97 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
         """
         return cls(config)
 
+    # -- LeRobot's loading and saving ------------------------------------------------------
+
+    @classmethod
+    def from_pretrained(
+        cls: type[P],
+        pretrained_name_or_path: str | Path,
+        *,
+        config: PreTrainedConfig | None = None,
+        force_download: bool = False,
+        resume_download: bool | None = None,
+        proxies: dict | None = None,
+        token: str | bool | None = None,
+        cache_dir: str | Path | None = None,
+        local_files_only: bool = False,
+        revision: str | None = None,
+        strict: bool = False,
+        **kwargs: Any,
+    ) -> P:
+        """LeRobot's way to load a policy: a directory or hub repo id holding config.json and
+        model.safetensors, built on `config.device` (or `device=...`, else this machine's best)
+        and in eval mode.
+
+        Hub downloads follow `--policy.path`'s rules: configs and safetensors only, the local
+        cache alone with HF_HUB_OFFLINE=1 or `local_files_only`, a miss in one line. A tensor
+        the policy has and the file lacks is always an error; with `strict=False` (LeRobot's
+        default) tensors the file has and the policy lacks are logged and left out. Without
+        `config`, the other keyword arguments override saved settings (`n_action_steps=10`);
+        `dataset_stats` and `dataset_meta`, which LeRobot's factory passes, are ignored: the
+        statistics live in the processors.
+        """
+        from lerobot.configs.checkpoint import read_policy_config, resolve_checkpoint
+        from lerobot.configs.hub import HubOptions
+
+        flag = str(pretrained_name_or_path)
+        directory = resolve_checkpoint(
+            flag, revision, HubOptions(cache_dir, force_download, token, local_files_only)
+        )
+        device = kwargs.pop("device", None)
+        for ignored in ("dataset_stats", "dataset_meta"):
+            kwargs.pop(ignored, None)
+        if config is None:
+            config = read_policy_config(directory, flag, revision, kwargs)
+        elif kwargs:
+            raise TypeError(f"{cls.__name__}.from_pretrained() got unexpected arguments: {', '.join(kwargs)}")
+        if not isinstance(config, cls.config_class):
+            raise CheckpointError(f"--policy.path={flag}: a {config.type} checkpoint, not a {cls.name} one")
+        policy = cls.load_checkpoint(directory, config, resolve_device(device or config.device), strict)
+        policy.eval()
+        return policy
+
+    @classmethod
+    def load_checkpoint(
+        cls: type[P], directory: Path, config: PreTrainedConfig, device: torch.device, strict: bool
+    ) -> P:
+        """The policy for `config` with the weights of `directory`'s model.safetensors, on
+        `device`. Policies whose weights are gigabytes build on the device and stream them
+        there instead (SmolVLA, π)."""
+        policy = cls(config)
+        load_weights(policy, directory, strict)
+        return policy.to(device)
+
+    def save_pretrained(
+        self,
+        save_directory: str | Path,
+        *,
+        state_dict: dict[str, torch.Tensor] | None = None,
+        repo_id: str | None = None,
+        push_to_hub: bool = False,
+        card_kwargs: dict | None = None,
+        **push_to_hub_kwargs: Any,
+    ) -> None:
+        """Write LeRobot's files, config.json and model.safetensors (`state_dict`, default the
+        policy's own), so that `from_pretrained` here and in LeRobot loads them back. The
+        statistics live in the processors' files, which `lerobot-train` writes beside them.
+        Nothing is uploaded: `push_to_hub` is refused (upload the folder with `hf upload`)."""
+        if push_to_hub or repo_id is not None:
+            raise ConfigError(
+                "save_pretrained(push_to_hub=True): this build never uploads; save, then upload the "
+                f"folder yourself (hf upload <repo_id> {save_directory})"
+            )
+        directory = Path(save_directory)
+        self.config.save_pretrained(directory)
+        save_weights(self, directory, state_dict)
+
+    def get_optim_params(self) -> Any:
+        """What an optimizer trains: the parameters, or LeRobot's parameter groups for a policy
+        whose parts learn at their own rates (ACT's backbone)."""
+        return self.parameters()
+
+    # -- what the rollout loop calls ---------------------------------------------------------
+
     @abc.abstractmethod
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Forget the state of rows `env_ids` (all rows when None) before new episodes."""
@@ -77,6 +175,11 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
     @abc.abstractmethod
     def select_action(self, batch: dict[str, torch.Tensor | list[str]]) -> torch.Tensor:
         """One action per row, shape (batch, action_dim)."""
+
+    def predict_action_chunk(self, batch: dict[str, torch.Tensor | list[str]], **kwargs: Any) -> torch.Tensor:
+        """The actions each row would take from this observation on, shape (batch, steps,
+        action_dim); a policy that plans no chunk gives its next action as a chunk of one."""
+        return self.select_action(batch)[:, None]
 
     def actions_without_observation(self, n_rows: int) -> torch.Tensor | None:
         """The next action of each of `n_rows` rows when no row's action depends on this step's

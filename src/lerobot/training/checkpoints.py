@@ -11,8 +11,6 @@ Everything is JSON or safetensors; nothing is pickled.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import json
 import logging
 import os
@@ -24,9 +22,10 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from lerobot.configs.checkpoint import CONFIG_FILE, POSTPROCESSOR_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE
+from lerobot.configs.checkpoint import POSTPROCESSOR_FILE, PREPROCESSOR_FILE, encode_json_value
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.types import PolicyFeature
+from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.language import split_at_normalizer
 from lerobot.utils.constants import ACTION
 
@@ -38,7 +37,6 @@ PRETRAINED_DIR = "pretrained_model"
 TRAINING_STATE_DIR = "training_state"
 PREPROCESSOR_STATS = "policy_preprocessor_step_3_normalizer_processor.safetensors"
 POSTPROCESSOR_STATS = "policy_postprocessor_step_0_unnormalizer_processor.safetensors"
-NOT_SAVED = ("pretrained_path", "pretrained_revision")
 RNG_STATE_FILE = "rng_state.safetensors"
 
 
@@ -70,7 +68,7 @@ def save_checkpoint(
 
 
 def save_pretrained(
-    policy: torch.nn.Module,
+    policy: PreTrainedPolicy,
     stats: Mapping[str, Mapping[str, Tensor]],
     directory: Path,
     task_steps: Sequence[Any] = (),
@@ -79,10 +77,8 @@ def save_pretrained(
     (rename, batch, instruction steps, device, normaliser; π0.5: rename, batch, normaliser,
     prompt and tokenizer, device); statistics files are named by their step's index, as
     LeRobot names them."""
-    directory.mkdir(parents=True, exist_ok=True)
+    policy.save_pretrained(directory)  # config.json and model.safetensors
     cfg: CheckpointPolicyConfig = policy.config
-    (directory / CONFIG_FILE).write_text(json.dumps(encode_policy_config(cfg), indent=4))
-    save_file(_unaliased_state(policy), directory / WEIGHTS_FILE, metadata={"format": "pt"})
     flat = {f"{key}.{name}": t.cpu().contiguous() for key, s in stats.items() for name, t in s.items()}
     norm_map = {kind: str(mode) for kind, mode in cfg.normalization_mapping.items()}
     features = {**cfg.input_features, **cfg.output_features}
@@ -113,46 +109,14 @@ def save_pretrained(
     (directory / POSTPROCESSOR_FILE).write_text(json.dumps(postprocessor, indent=2))
 
 
-def _unaliased_state(policy: torch.nn.Module) -> dict[str, Tensor]:
-    """The state dict with each tied parameter under its first name only (safetensors
-    refuses shared tensors; loaders accept any one name of a tied group)."""
-    seen: set[int] = set()
-    dropped = set()
-    for name, param in policy.named_parameters(remove_duplicate=False):
-        if id(param) in seen:
-            dropped.add(name)
-        seen.add(id(param))
-    return {k: v.detach().cpu().contiguous() for k, v in policy.state_dict().items() if k not in dropped}
-
-
 def _normalizer_step(
     name: str, features: Mapping[str, PolicyFeature], norm_map: dict, state_file: str
 ) -> dict:
     return {
         "registry_name": name,
-        "config": {"eps": 1e-8, "features": _encode(dict(features)), "norm_map": norm_map},
+        "config": {"eps": 1e-8, "features": encode_json_value(dict(features)), "norm_map": norm_map},
         "state_file": state_file,
     }
-
-
-def encode_policy_config(cfg: CheckpointPolicyConfig) -> dict[str, Any]:
-    """config.json: `type` first, then every field under LeRobot's names."""
-    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name not in NOT_SAVED}
-    return {"type": cfg.type, **_encode(fields)}
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, PolicyFeature):
-        return {"type": str(value.type), "shape": list(value.shape)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, Mapping):
-        return {str(k): _encode(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def save_training_state(

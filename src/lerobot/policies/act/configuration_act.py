@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
@@ -22,6 +23,8 @@ class ACTConfig(CheckpointPolicyConfig):
     At inference the VAE encoder is unused (the latent is zero); its weights are still part of
     the module so that checkpoints load with strict key matching.
     """
+
+    fields_lerobot_lacks: ClassVar[frozenset[str]] = frozenset({"empty_cameras"})
 
     chunk_size: int = 100
     """Actions predicted per model call."""

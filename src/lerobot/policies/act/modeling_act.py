@@ -32,6 +32,8 @@ from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.resnet import FrozenBatchNorm2d, feature_channels, resnet_trunk
 from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_STATE
 
+BACKBONE_PREFIX = "model.backbone"
+
 
 class ACTPolicy(PreTrainedPolicy):
     """Executes `n_action_steps` of each predicted chunk per row, or, with temporal
@@ -49,6 +51,19 @@ class ACTPolicy(PreTrainedPolicy):
             if config.temporal_ensemble_coeff is not None
             else None
         )
+
+    def get_optim_params(self) -> list[dict[str, Any]]:
+        """LeRobot's two groups: the ResNet backbone at `optimizer_lr_backbone`, the rest at the
+        optimizer's rate."""
+        named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
+        in_backbone = [n.startswith(BACKBONE_PREFIX) for n, _ in named]
+        return [
+            {"params": [p for (_, p), inside in zip(named, in_backbone, strict=True) if not inside]},
+            {
+                "params": [p for (_, p), inside in zip(named, in_backbone, strict=True) if inside],
+                "lr": self.config.optimizer_lr_backbone,
+            },
+        ]
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Forget the queued or ensembled actions of `env_ids`; ACT draws no random numbers."""

@@ -10,6 +10,7 @@ state only, so they do not depend on the batch it runs in.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,6 +20,7 @@ from lerobot.envs.aloha.tasks import EPISODE_LENGTH, SIM_TASKS
 from lerobot.policies.aloha_scripted.configuration_aloha_scripted import AlohaScriptedConfig
 from lerobot.policies.aloha_scripted.end_effector_sim import joint_commands
 from lerobot.policies.aloha_scripted.waypoints import Plan, insertion_plan, transfer_cube_plan
+from lerobot.policies.checkpoint import read_weights
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.constants import ENV_TASK, OBS_ENV_STATE
 
@@ -39,6 +41,8 @@ class AlohaScriptedPolicy(PreTrainedPolicy):
     def __init__(self, config: AlohaScriptedConfig, n_steps: int = EPISODE_LENGTH):
         super().__init__(config)
         self.n_steps = n_steps
+        # The plan's length is the policy's one weight: saved and loaded with it.
+        self.register_buffer("plan_steps", torch.tensor(n_steps, dtype=torch.int64))
         self._commands: dict[int, np.ndarray] = {}
         self._steps: dict[int, int] = {}
 
@@ -47,6 +51,12 @@ class AlohaScriptedPolicy(PreTrainedPolicy):
         """Plans its waypoints over the env's step limit (ALOHA's 400 when it states none)."""
         limits = [task.max_steps for task in env_cfg.tasks() if task.max_steps] if env_cfg else []
         return cls(config, n_steps=max(limits, default=EPISODE_LENGTH))
+
+    @classmethod
+    def load_checkpoint(
+        cls, directory: Path, config: AlohaScriptedConfig, device: torch.device, strict: bool
+    ) -> AlohaScriptedPolicy:
+        return cls(config, n_steps=int(read_weights(directory)["plan_steps"])).to(device)
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Forget the plans of `env_ids` (all rows when None); the next step plans afresh."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
@@ -22,6 +23,8 @@ class DiffusionConfig(CheckpointPolicyConfig):
     keypoint features per camera, state, env state); `n_action_steps` of them are executed,
     starting at the current step.
     """
+
+    fields_lerobot_lacks: ClassVar[frozenset[str]] = frozenset({"empty_cameras"})
 
     n_obs_steps: int = 2
     """Observations (current and past) each call is conditioned on."""

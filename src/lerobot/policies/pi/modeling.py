@@ -76,19 +76,14 @@ class PiFlowPolicy(FlowSamplingPolicy):
         """The type's network (its suffix)."""
 
     @classmethod
-    def from_pretrained(
-        cls,
-        pretrained_name_or_path: str | Path,
-        *,
-        config: PiFlowConfig | None = None,
-        device: str | torch.device | None = None,
-        **_: object,
+    def load_checkpoint(
+        cls, directory: Path, config: PiFlowConfig, device: torch.device, strict: bool
     ) -> PiFlowPolicy:
-        """LeRobot's entry point: the checkpoint's weights, built straight on `device` (default
-        the config's, else this machine's best), in eval mode."""
+        """Built on `device` and filled tensor by tensor (every name must match, whatever
+        `strict` says): host memory never holds a second copy of the 4.1 B parameters."""
         from lerobot.policies.pi.loading import load_pi_policy
 
-        return load_pi_policy(cls, Path(pretrained_name_or_path), config, device)
+        return load_pi_policy(cls, directory, config, device)
 
     @torch.no_grad()
     def predict_action_chunk(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from lerobot.configs.env import EnvConfig
+from lerobot.policies.checkpoint import read_weights
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.random.configuration_random import RandomConfig
 from lerobot.utils.constants import OBS_PREFIX
@@ -24,15 +26,18 @@ class RandomPolicy(PreTrainedPolicy):
     config_class = RandomConfig
     name = "random"
 
-    def __init__(self, config: RandomConfig, action_low: np.ndarray, action_high: np.ndarray):
+    def __init__(self, config: RandomConfig, action_low: Any, action_high: Any):
         super().__init__(config)
-        self.action_low = np.asarray(action_low, dtype=np.float32)
-        self.action_high = np.asarray(action_high, dtype=np.float32)
+        low = np.asarray(action_low, dtype=np.float32)
+        high = np.asarray(action_high, dtype=np.float32)
+        # The bounds are the policy's weights: save_pretrained writes them, from_pretrained reads them.
+        self.register_buffer("action_low", torch.from_numpy(low.copy()))
+        self.register_buffer("action_high", torch.from_numpy(high.copy()))
         # low + (high - low) * U[0, 1) in float64 is exactly what Generator.uniform(low, high)
         # computes, draw for draw, at a sixth of its per-call cost (it dominates a state-only
         # random-policy step otherwise).
-        self._offset = self.action_low.astype(np.float64)
-        self._scale = (self.action_high - self.action_low).astype(np.float64)
+        self._offset = low.astype(np.float64)
+        self._scale = (high - low).astype(np.float64)
         self._rngs: dict[int, np.random.Generator] = {}
 
     @classmethod
@@ -42,6 +47,15 @@ class RandomPolicy(PreTrainedPolicy):
             raise ValueError("the random policy needs the env config to know the action space")
         space = env_cfg.action_space()
         return cls(config, space.low, space.high)
+
+    @classmethod
+    def load_checkpoint(
+        cls, directory: Path, config: RandomConfig, device: torch.device, strict: bool
+    ) -> RandomPolicy:
+        """The saved action bounds (its model.safetensors) are what it is built from."""
+        state = read_weights(directory)
+        policy = cls(config, state["action_low"].numpy(), state["action_high"].numpy())
+        return policy.to(device)
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         if env_ids is None:

@@ -80,19 +80,14 @@ class SmolVLAPolicy(FlowSamplingPolicy):
         self._noise = RowNoise()
 
     @classmethod
-    def from_pretrained(
-        cls,
-        pretrained_name_or_path: str | Path,
-        *,
-        config: SmolVLAConfig | None = None,
-        device: str | torch.device | None = None,
-        **_: object,
+    def load_checkpoint(
+        cls, directory: Path, config: SmolVLAConfig, device: torch.device, strict: bool
     ) -> SmolVLAPolicy:
-        """LeRobot's entry point: the checkpoint's weights, built straight on `device` (default
-        the config's, else this machine's best), in eval mode."""
+        """Built on `device` and filled tensor by tensor (every name must match, whatever
+        `strict` says): host memory never holds a second copy of the weights."""
         from lerobot.policies.smolvla.loading import load_smolvla
 
-        return load_smolvla(Path(pretrained_name_or_path), config, device)
+        return load_smolvla(directory, config, device)
 
     @torch.no_grad()
     def predict_action_chunk(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
