@@ -37,6 +37,18 @@ def test_a_plugin_that_cannot_be_imported_is_one_line():
         parse_config(EvalPipelineConfig, ["--env.discover_packages_path=no_such_pkg", "--env.type=metaworld"])
 
 
+def test_lerobots_plugin_functions_load_and_name_the_failing_package(plugin_dir):
+    parser.load_plugin("my_envs")
+    assert "toy" in EnvConfig.get_known_choices()
+    with pytest.raises(parser.PluginLoadError, match="^Failed to load plugin 'no_such_pkg'"):
+        parser.load_plugin("no_such_pkg")
+    args = ["--env.discover_packages_path=my_envs", "--policy.discover_packages_path", "pkg", "--seed=1"]
+    assert parser.parse_plugin_args("discover_packages_path", args) == {
+        "env.discover_packages_path": "my_envs",
+        "policy.discover_packages_path": "pkg",
+    }
+
+
 def test_wrap_runs_on_a_given_config_or_parses_the_command_line(monkeypatch, capsys):
     @parser.wrap()
     def main(cfg: EvalPipelineConfig) -> str:

@@ -20,7 +20,9 @@ from lerobot.envs.libero import LiberoEnv, LiberoEnvConfig
 from lerobot.envs.libero.install import find_assets_dir, write_libero_config
 from lerobot.envs.libero.observation import agent_state, format_observation, quaternion_to_axis_angle
 from lerobot.envs.libero.tasks import SUITE_EPISODE_LENGTHS, load_suites
+from lerobot.envs.utils import preprocess_observation
 from lerobot.policies.random.modeling_random import RandomPolicy
+from lerobot.processor.env_processor import LiberoProcessorStep
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
 
@@ -334,6 +336,17 @@ def test_first_frame_depends_on_episode_index_not_batch_size(monkeypatch):
         np.testing.assert_array_equal(obs_alone["pixels"][key], obs_1["pixels"][key])
     np.testing.assert_array_equal(obs_alone["agent_pos"], obs_1["agent_pos"])
     assert not np.array_equal(obs_0["agent_pos"], obs_1["agent_pos"])  # another init state
+    # LeRobot's LIBERO processor step has nothing left to convert in our observations.
+    batch = preprocess_observation(obs_alone)
+    assert (
+        LiberoProcessorStep()(dict(batch)).keys()
+        == batch.keys()
+        == {
+            "observation.images.image",
+            "observation.images.image2",
+            "observation.state",
+        }
+    )
 
 
 @pytest.mark.slow

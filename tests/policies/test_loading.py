@@ -19,7 +19,7 @@ from lerobot.configs.parser import CliError, parse_config
 from lerobot.policies.act.configuration_act import ACTConfig
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.scripts.lerobot_eval import main
-from lerobot.utils.device import auto_device
+from lerobot.utils.device_utils import auto_device
 from tests.policies.checkpoints import ENV_FLAGS, FIXTURES, expected, load, raw_step, write_legacy_layout
 from tests.policies.smolvla_checkpoints import materialize as materialize_smolvla
 

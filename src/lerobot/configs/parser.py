@@ -136,16 +136,45 @@ def _load_plugins(args: list[str]) -> list[str]:
             continue
         value = value if sep else next(tokens, "")
         try:
-            _import_package(value)
-        except ImportError as exc:
-            raise CliError(f"{name}={value}: cannot import the plugin package ({exc})") from None
+            load_plugin(value)
+        except PluginLoadError as exc:
+            raise CliError(f"{name}={value}: cannot import the plugin package ({exc.__cause__})") from None
     return rest
 
 
-def _import_package(name: str) -> None:
-    package = importlib.import_module(name)
-    for module in pkgutil.iter_modules(getattr(package, "__path__", []), f"{package.__name__}."):
-        importlib.import_module(module.name)
+class PluginLoadError(Exception):
+    """A plugin package that cannot be imported (LeRobot's name)."""
+
+
+def load_plugin(plugin_path: str) -> None:
+    """Import the package `plugin_path` and its submodules, which register their config types
+    (LeRobot's function); PluginLoadError when any of them cannot be imported."""
+    try:
+        package = importlib.import_module(plugin_path)
+        for module in pkgutil.iter_modules(getattr(package, "__path__", []), f"{package.__name__}."):
+            importlib.import_module(module.name)
+    except ImportError as exc:
+        raise PluginLoadError(
+            f"Failed to load plugin '{plugin_path}'. Verify the path and installation: {exc}"
+        ) from exc
+
+
+def parse_plugin_args(plugin_arg_suffix: str, args: Sequence[str]) -> dict[str, str]:
+    """{flag without `--`: value} for the flags containing `plugin_arg_suffix`, given as
+    `--flag=value` or `--flag value` (LeRobot's function)."""
+    found: dict[str, str] = {}
+    for index, arg in enumerate(args):
+        if not arg.startswith("--"):
+            continue
+        key, separator, value = arg[2:].partition("=")
+        if plugin_arg_suffix not in key:
+            continue
+        if not separator:
+            if index + 1 >= len(args) or args[index + 1].startswith("--"):
+                continue
+            value = args[index + 1]
+        found[key] = value
+    return found
 
 
 def _parse(config_class: type[T], args: list[str], defaults: Path | None, prog: str) -> T:

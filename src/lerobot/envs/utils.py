@@ -1,5 +1,6 @@
 """LeRobot's env helpers (`lerobot.envs.utils`): observations to policy batches, task strings,
-closing nested env dicts.
+policy features of an env config, camera lists, freezing finished sub-envs, closing nested
+env dicts.
 
 These serve code written against LeRobot that steps envs itself. `lerobot-eval` does the same
 work inside its rollout loop (`lerobot.processor.observation.observation_to_batch`), in one
@@ -10,15 +11,21 @@ pass per step. torch is imported by `preprocess_observation` only, so that `clos
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lerobot.configs.env import EnvConfig
+from lerobot.configs.types import PolicyFeature
 from lerobot.utils.constants import OBS_IMAGE, OBS_IMAGES, OBS_PREFIX, TASK
 
 if TYPE_CHECKING:
     import torch
+
+# LeRobot's finished-sub-env wrapper lives with the other gymnasium code (`gym_vector`).
+_IN_GYM_VECTOR = ("FreezeAfterEpisodeEnd", "freeze_after_episode_end", "NEW_ROLLOUT_OPTION")
 
 logger = logging.getLogger(__name__)
 
@@ -111,3 +118,42 @@ def close_envs(obj: Any) -> None:
             obj.close()
         except Exception:  # closing must go on for the other envs
             logger.exception("failed to close %r", obj)
+
+
+def env_to_policy_features(env_cfg: EnvConfig) -> dict[str, PolicyFeature]:
+    """What a policy receives and returns in `env_cfg`'s envs, under LeRobot's batch keys
+    (images channel-first), `action` included, as LeRobot's function of this name gives it."""
+    return dict(env_cfg.policy_features())
+
+
+def parse_camera_names(camera_name: str | Sequence[str]) -> list[str]:
+    """`"cam_a,cam_b"` or a sequence of names as a non-empty list, blanks dropped."""
+    if isinstance(camera_name, str):
+        names = camera_name.split(",")
+    elif isinstance(camera_name, list | tuple):
+        names = [str(name) for name in camera_name]
+    else:
+        raise TypeError(f"camera_name must be str or sequence[str], got {type(camera_name).__name__}")
+    cameras = [name.strip() for name in names if name.strip()]
+    if not cameras:
+        raise ValueError("camera_name resolved to an empty list.")
+    return cameras
+
+
+def check_env_attributes_and_types(env: Any) -> None:
+    """Warn once when the sub-envs lack `task_description` or `task`, which language-conditioned
+    policies read."""
+    if sub_env_attribute(env, "task_description") is None or sub_env_attribute(env, "task") is None:
+        warnings.warn(
+            "The environment does not have 'task_description' and 'task'. Some policies require these features.",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _IN_GYM_VECTOR:
+        from lerobot.envs import gym_vector
+
+        return getattr(gym_vector, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.policy_processors import make_pre_post_processors
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_STATE
-from lerobot.utils.device import check_device_available, resolve_device
+from lerobot.utils.device_utils import check_device_available, resolve_device
 from lerobot.utils.errors import ConfigError
 
 __all__ = [

@@ -15,7 +15,7 @@ from lerobot.configs.checkpoint import CheckpointError
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.checkpoint import load_weights, save_weights
-from lerobot.utils.device import resolve_device
+from lerobot.utils.device_utils import resolve_device
 from lerobot.utils.errors import ConfigError
 
 P = TypeVar("P", bound="PreTrainedPolicy")

@@ -44,7 +44,7 @@ from lerobot.processor.language import (
     task_step_from_json,
 )
 from lerobot.processor.normalize import Normalizer
-from lerobot.utils.device import resolve_device
+from lerobot.utils.device_utils import resolve_device
 
 logger = logging.getLogger(__name__)
 

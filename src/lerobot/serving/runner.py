@@ -23,7 +23,7 @@ import torch
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.observation import images_to_tensor
 from lerobot.serving.requests import InferenceRequest
-from lerobot.utils.device import policy_device
+from lerobot.utils.device_utils import policy_device
 
 logger = logging.getLogger(__name__)
 

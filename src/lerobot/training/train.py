@@ -50,7 +50,7 @@ from lerobot.training.checkpoints import (
     save_checkpoint,
 )
 from lerobot.utils.constants import ACTION
-from lerobot.utils.device import resolve_device
+from lerobot.utils.device_utils import resolve_device
 from lerobot.utils.errors import ConfigError
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""LeRobot's `init_logging`, for scripts written against `lerobot.utils.utils`."""
+"""LeRobot's `init_logging` (and, where LeRobot before 0.5 kept it, `get_safe_torch_device`), for
+scripts written against `lerobot.utils.utils`."""
 
 from __future__ import annotations
 
@@ -38,3 +39,13 @@ def init_logging(
         file_handler.setLevel(file_level.upper())
         root.addHandler(file_handler)
         root.setLevel(min(logging.getLevelName(console_level.upper()), file_handler.level))
+
+
+def __getattr__(name: str) -> Any:
+    """`get_safe_torch_device`, which lives in `lerobot.utils.device_utils` (LeRobot 0.6.1's place)
+    and imports torch: loaded on first use, so that logging set-up stays light."""
+    if name == "get_safe_torch_device":
+        from lerobot.utils.device_utils import get_safe_torch_device
+
+        return get_safe_torch_device
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

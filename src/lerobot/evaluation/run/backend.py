@@ -30,7 +30,7 @@ from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
 from lerobot.policies.pretrained import RowPolicy
-from lerobot.utils.device import policy_device
+from lerobot.utils.device_utils import policy_device
 
 logger = logging.getLogger(__name__)
 

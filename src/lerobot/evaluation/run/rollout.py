@@ -29,7 +29,7 @@ from lerobot.evaluation.results import EpisodeResult
 from lerobot.policies.pretrained import RowPolicy
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ENV_TASK, TASK
-from lerobot.utils.device import policy_device
+from lerobot.utils.device_utils import policy_device
 from lerobot.utils.errors import HarnessError, PolicyError
 from lerobot.utils.video import EpisodeVideo
 

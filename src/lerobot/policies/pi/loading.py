@@ -19,7 +19,7 @@ import torch
 from lerobot.configs.checkpoint import WEIGHTS_FILE, CheckpointError, resolve_checkpoint
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
-from lerobot.utils.device import resolve_device
+from lerobot.utils.device_utils import resolve_device
 
 if TYPE_CHECKING:
     from lerobot.policies.pi.configuration import PiFlowConfig

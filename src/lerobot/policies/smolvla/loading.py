@@ -27,7 +27,7 @@ from lerobot.configs.vlm_files import resolve_vlm_dir
 from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
-from lerobot.utils.device import resolve_device
+from lerobot.utils.device_utils import resolve_device
 
 logger = logging.getLogger(__name__)
 
