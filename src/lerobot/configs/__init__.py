@@ -6,9 +6,24 @@ modules, as in LeRobot.
 
 from typing import Any
 
-from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
+from lerobot.configs.types import (
+    FeatureType,
+    NormalizationMode,
+    PipelineFeatureType,
+    PolicyFeature,
+    RTCAttentionSchedule,
+)
+from lerobot.utils.not_in_this_build import refused_attribute
 
-__all__ = ["EvalConfig", "FeatureType", "NormalizationMode", "PolicyFeature", "PreTrainedConfig"]
+__all__ = [
+    "EvalConfig",
+    "FeatureType",
+    "NormalizationMode",
+    "PipelineFeatureType",
+    "PolicyFeature",
+    "PreTrainedConfig",
+    "RTCAttentionSchedule",
+]
 
 _LAZY = {"EvalConfig": "lerobot.configs.eval", "PreTrainedConfig": "lerobot.configs.policies"}
 
@@ -18,4 +33,4 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return refused_attribute(__name__, name)

@@ -33,11 +33,16 @@ import draccus
 
 from lerobot.configs.help import format_help, wants_help
 from lerobot.utils.errors import EXIT_USAGE, ConfigError
+from lerobot.utils.not_in_this_build import refused_names
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 USAGE_EXIT_CODE = EXIT_USAGE
-PLUGIN_FLAG_SUFFIX = ".discover_packages_path"
+PATH_KEY = "path"
+"""`--<field>.path=<checkpoint>`: a field loaded from a saved config (LeRobot's name)."""
+PLUGIN_DISCOVERY_SUFFIX = "discover_packages_path"
+"""`--<field>.discover_packages_path=<package>` imports a plugin package (LeRobot's name)."""
+PLUGIN_FLAG_SUFFIX = f".{PLUGIN_DISCOVERY_SUFFIX}"
 
 
 class CliError(Exception):
@@ -332,3 +337,25 @@ def _suggest_flags(error: str, usage: str) -> str:
             if flag not in suggestions:
                 suggestions.append(flag)
     return f" (did you mean {' or '.join(suggestions[:3])}?)" if suggestions else ""
+
+
+def parse_arg(arg_name: str, args: Sequence[str] | None = None) -> str | None:
+    """The value of `--<arg_name>=value` in `args` (default the command line), or None."""
+    prefix = f"--{arg_name}="
+    for arg in sys.argv[1:] if args is None else args:
+        if arg.startswith(prefix):
+            return arg[len(prefix) :]
+    return None
+
+
+def get_path_arg(field_name: str, args: Sequence[str] | None = None) -> str | None:
+    """The value of `--<field_name>.path=...` (LeRobot's helper)."""
+    return parse_arg(f"{field_name}.{PATH_KEY}", args)
+
+
+def get_type_arg(field_name: str, args: Sequence[str] | None = None) -> str | None:
+    """The value of `--<field_name>.type=...` (LeRobot's helper)."""
+    return parse_arg(f"{field_name}.type", args)
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's parser helpers this build lacks, refused on use

@@ -32,3 +32,20 @@ class NormalizationMode(StrEnum):
     """Map [q10, q90] to [-1, 1]."""
     IDENTITY = "IDENTITY"
     """Leave the feature as it is."""
+
+
+class PipelineFeatureType(StrEnum):
+    """Which side of a processor pipeline a feature is on (LeRobot's name and values)."""
+
+    ACTION = "ACTION"
+    OBSERVATION = "OBSERVATION"
+
+
+class RTCAttentionSchedule(StrEnum):
+    """How LeRobot's real-time chunking weighs the previous chunk (its names and values; this
+    build runs no real-time chunking)."""
+
+    ZEROS = "ZEROS"
+    ONES = "ONES"
+    LINEAR = "LINEAR"
+    EXP = "EXP"

@@ -14,6 +14,7 @@ from lerobot.envs import (
     pusht,  # noqa: F401,E402  (registers --env.type=pusht)
 )
 from lerobot.envs.configs import EnvConfig  # noqa: F401
+from lerobot.utils.not_in_this_build import refused_attribute
 
 # LeRobot's exports -> the module that defines them (importing it loads gymnasium and torch).
 _LAZY = {
@@ -22,6 +23,10 @@ _LAZY = {
     "make_env_pre_post_processors": "lerobot.envs.factory",
     "close_envs": "lerobot.envs.utils",
     "preprocess_observation": "lerobot.envs.utils",
+    "check_env_attributes_and_types": "lerobot.envs.utils",
+    "env_to_policy_features": "lerobot.envs.utils",
+    "AlohaEnv": "lerobot.envs.configs",
+    "PushtEnv": "lerobot.envs.configs",
 }
 
 
@@ -30,4 +35,4 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return refused_attribute(__name__, name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 
 from lerobot.configs.env import EnvConfig, TaskSpec
+from lerobot.utils.not_in_this_build import refused_attribute
 
 __all__ = ["EnvConfig", "TaskSpec"]
 
@@ -27,4 +28,4 @@ def __getattr__(name: str):
     if name in _LEROBOT_CONFIG_NAMES:
         module_name, class_name = _LEROBOT_CONFIG_NAMES[name]
         return getattr(importlib.import_module(module_name), class_name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return refused_attribute(__name__, name)

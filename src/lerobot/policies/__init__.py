@@ -19,7 +19,11 @@ from lerobot.policies import (  # noqa: F401  (register --policy.type values)
 )
 from lerobot.policies.act.configuration_act import ACTConfig  # noqa: F401
 from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig  # noqa: F401
+from lerobot.policies.pi0.configuration_pi0 import PI0Config  # noqa: F401
+from lerobot.policies.pi05.configuration_pi05 import PI05Config  # noqa: F401
 from lerobot.policies.random.configuration_random import RandomConfig  # noqa: F401
+from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig  # noqa: F401
+from lerobot.utils.not_in_this_build import refused_attribute
 
 # LeRobot's exports -> the module that defines them (importing it loads torch).
 _LAZY = {
@@ -36,4 +40,4 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return refused_attribute(__name__, name)

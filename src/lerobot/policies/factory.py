@@ -20,6 +20,7 @@ from lerobot.processor.policy_processors import make_pre_post_processors
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_STATE
 from lerobot.utils.device_utils import check_device_available, resolve_device
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.not_in_this_build import refused_names
 
 __all__ = [
     "get_policy_class",
@@ -155,3 +156,6 @@ def _load_checkpoint(cfg: CheckpointPolicyConfig) -> PreTrainedPolicy:
     return cls.from_pretrained(
         cfg.pretrained_path, config=cfg, strict=True, device=resolve_device(cfg.device)
     )
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -6,6 +6,8 @@ LeRobot's names (`from lerobot.processor import LiberoProcessorStep`) are loaded
 
 from typing import Any
 
+from lerobot.utils.not_in_this_build import refused_attribute
+
 _LAZY = {"LiberoProcessorStep": "lerobot.processor.env_processor"}
 
 
@@ -14,4 +16,4 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return refused_attribute(__name__, name)

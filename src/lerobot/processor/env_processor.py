@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lerobot.utils.constants import OBS_PREFIX
+from lerobot.utils.not_in_this_build import refused_names
 
 RAW_ROBOT_STATE = f"{OBS_PREFIX}.robot_state"
 
@@ -49,3 +50,6 @@ class LiberoProcessorStep:
 
     def reset(self) -> None:
         """Nothing to forget between episodes."""
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

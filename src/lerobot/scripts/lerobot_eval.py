@@ -23,6 +23,7 @@ from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, HarnessOutageError, ResultsWriteError
+from lerobot.utils.not_in_this_build import refused_attribute
 
 if TYPE_CHECKING:
     from lerobot.evaluation.adapters.lerobot_compat import eval_policy, eval_policy_all, rollout
@@ -106,7 +107,7 @@ def __getattr__(name: str) -> Any:
         from lerobot.evaluation.adapters import lerobot_compat
 
         return getattr(lerobot_compat, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return refused_attribute(__name__, name)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,11 @@ def require_at_least(flag: str, value: int, low: int) -> None:
         raise ConfigError(f"{flag}={value}: must be an integer >= {low}")
 
 
+class NotInThisBuildError(NotImplementedError):
+    """A name of LeRobot's API this build does not provide, used: the message names it and says
+    what to use instead (lerobot.utils.not_in_this_build)."""
+
+
 class ResultsWriteError(OSError):
     """Results could not be written (disk full, read-only file system, ...): one line naming
     the file; what was already on disk is kept."""

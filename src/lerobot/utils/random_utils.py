@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from lerobot.utils.not_in_this_build import refused_names
+
 
 def set_seed(seed: int, accelerator: Callable[..., Any] | None = None) -> None:
     """Seed Python's, NumPy's and torch's global generators (all CUDA devices too).
@@ -29,3 +31,6 @@ def set_seed(seed: int, accelerator: Callable[..., Any] | None = None) -> None:
         from accelerate.utils import set_seed as accelerate_set_seed
 
         accelerate_set_seed(seed)
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -31,6 +31,7 @@ from lerobot.policies.action_queue import RowActionQueue, batch_size, select_row
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.resnet import FrozenBatchNorm2d, feature_channels, resnet_trunk
 from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_STATE
+from lerobot.utils.not_in_this_build import refused_names
 
 BACKBONE_PREFIX = "model.backbone"
 
@@ -449,3 +450,6 @@ def sinusoidal_table(n_positions: int, dimension: int) -> Tensor:
 
 def activation_fn(name: str) -> Callable[[Tensor], Tensor]:
     return {"relu": F.relu, "gelu": F.gelu, "glu": F.glu}[name]
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -20,6 +20,8 @@ from lerobot.utils.errors import ConfigError, require_choice
 PALIGEMMA_TOKENIZER = "google/paligemma-3b-pt-224"
 """The tokenizer LeRobot's π processors name (a gated hub repo: accept its licence, log in)."""
 DTYPES = ("bfloat16", "float32")
+DEFAULT_IMAGE_SIZE = 224
+"""The side of the square images PaliGemma's SigLIP reads (LeRobot's name)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
     rtc_config: dict[str, Any] | None = None
     """Real-time chunking settings; LeRobot cannot use them in select_action either, so an
     enabled one is refused."""
-    image_resolution: tuple[int, int] = (224, 224)
+    image_resolution: tuple[int, int] = (DEFAULT_IMAGE_SIZE, DEFAULT_IMAGE_SIZE)
     """(height, width) cameras are resized to, keeping their aspect ratio and padding both sides
     with black; must be square (PaliGemma's SigLIP)."""
     normalization_mapping: dict[str, NormalizationMode] = field(

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.policies.pi.configuration import PiFlowConfig
+from lerobot.policies.pi.configuration import DEFAULT_IMAGE_SIZE, PiFlowConfig
+
+__all__ = ["DEFAULT_IMAGE_SIZE", "PI0Config"]
 
 
 @PreTrainedConfig.register_subclass("pi0")

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from lerobot.policies.pi.configuration import PiFlowConfig
 from lerobot.policies.pi.modeling import PiFlowMatching, PiFlowPolicy
 from lerobot.policies.pi0.configuration_pi0 import PI0Config
+from lerobot.utils.not_in_this_build import refused_names
 
 
 class PI0Policy(PiFlowPolicy):
@@ -50,3 +51,6 @@ class PI0FlowMatching(PiFlowMatching):
         fused = self.action_time_mlp_out(F.silu(fused))
         embs = torch.cat([state_emb, fused], dim=1)
         return embs, *self.suffix_masks(embs, 1), None
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -12,7 +12,9 @@ from typing import ClassVar
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
-from lerobot.policies.pi.configuration import PiFlowConfig
+from lerobot.policies.pi.configuration import DEFAULT_IMAGE_SIZE, PiFlowConfig
+
+__all__ = ["DEFAULT_IMAGE_SIZE", "PI05Config"]
 
 
 @PreTrainedConfig.register_subclass("pi05")

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from lerobot.policies.pi.configuration import PiFlowConfig
 from lerobot.policies.pi.modeling import PiFlowMatching, PiFlowPolicy
 from lerobot.policies.pi05.configuration_pi05 import PI05Config
+from lerobot.utils.not_in_this_build import refused_names
 
 
 class PI05Policy(PiFlowPolicy):
@@ -43,3 +44,6 @@ class PI05FlowMatching(PiFlowMatching):
         action_emb = self.action_in_proj(noisy_actions)
         cond = F.silu(self.time_mlp_out(F.silu(self.time_mlp_in(self.time_embedding(time)))))
         return action_emb, *self.suffix_masks(action_emb, 0), cond
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -54,6 +54,7 @@ from lerobot.utils.constants import (
     OBS_LANGUAGE_TOKENS,
     OBS_STATE,
 )
+from lerobot.utils.not_in_this_build import refused_names
 
 logger = logging.getLogger(__name__)
 
@@ -394,10 +395,10 @@ class VLAFlowMatching(nn.Module):
         return fused, pad, blocks
 
 
-def pad_tensor(tensor: Tensor, length: int) -> Tensor:
-    """Zero-pad dimension 1 to `length`."""
-    padded = torch.zeros(
-        (tensor.shape[0], length, *tensor.shape[2:]), dtype=tensor.dtype, device=tensor.device
+def pad_tensor(tensor: Tensor, max_len: int, pad_value: float = 0) -> Tensor:
+    """Pad dimension 1 to `max_len` with `pad_value` (LeRobot's signature)."""
+    padded = torch.full(
+        (tensor.shape[0], max_len, *tensor.shape[2:]), pad_value, dtype=tensor.dtype, device=tensor.device
     )
     padded[:, : tensor.shape[1]] = tensor
     return padded
@@ -466,3 +467,6 @@ def aloha_encode_actions_inverse(actions: Tensor) -> Tensor:
     for gripper in ALOHA_GRIPPERS:
         actions[:, :, gripper] = _gripper_from_angular_inverse(actions[:, :, gripper])
     return actions
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use
