@@ -34,6 +34,7 @@ def run_lerobot_user_script(checkpoint: Path, output_dir: Path) -> dict:
     from lerobot.envs.factory import make_env, make_env_config, make_env_pre_post_processors
     from lerobot.envs.metaworld import MetaworldEnv
     from lerobot.envs.utils import add_envs_task, close_envs, preprocess_observation
+    from lerobot.policies.act.modeling_act import ACTPolicy
     from lerobot.policies.factory import (
         get_policy_class,
         make_policy,
@@ -94,6 +95,9 @@ def run_lerobot_user_script(checkpoint: Path, output_dir: Path) -> dict:
     )
     close_envs(envs)
 
+    # The first line of LeRobot's README for loading a policy.
+    readme_policy = ACTPolicy.from_pretrained(checkpoint)
+    found["readme_policy"] = (type(readme_policy).__name__, readme_policy.training)
     sync = gym.vector.SyncVectorEnv(
         [
             lambda: MetaworldEnv(task="metaworld-push-v3", obs_type="pixels_agent_pos", **SMALL)
@@ -102,7 +106,7 @@ def run_lerobot_user_script(checkpoint: Path, output_dir: Path) -> dict:
     )
     found["single"] = eval_policy(
         sync,
-        policy,
+        readme_policy,
         env_preprocessor,
         env_postprocessor,
         preprocessor,
@@ -168,6 +172,7 @@ def test_a_lerobot_user_script_runs_unchanged(tmp_path, one_torch_thread):
     found = run_lerobot_user_script(checkpoint, tmp_path / "out")
 
     assert found["policy_class"] and found["fresh_config"] == "ACTConfig"
+    assert found["readme_policy"] == ("ACTPolicy", False)  # loaded, in eval mode
     assert found["manual_step"] == (2,)
     assert found["task"] == ["Push the puck to a goal"] * 2
     # eval_policy_all: LeRobot's per_task / per_group / overall, under the task as written.
@@ -189,6 +194,7 @@ def test_a_lerobot_user_script_runs_unchanged(tmp_path, one_torch_thread):
     assert {"avg_sum_reward", "avg_max_reward", "pc_success", "eval_s", "eval_ep_s"} <= set(
         single["aggregated"]
     )
+    # ...with the policy ACTPolicy.from_pretrained loaded: the same episodes as make_policy's.
     assert [e["sum_reward"] for e in single["per_episode"]] == task["metrics"]["sum_rewards"]
     assert len(single["video_paths"]) == 1 and Path(single["video_paths"][0]).stat().st_size > 0
     # rollout: LeRobot's (batch, steps, ...) tensors; observations have one step more.
