@@ -62,7 +62,13 @@ def public_names(module: Any) -> list[str]:
         and value.__module__ == module.__name__
     ]
     for node in ast.parse(Path(module.__file__).read_text()).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
         for target in targets:
             name = getattr(target, "id", "")
             if name and not name.startswith("_") and name not in defined and name not in NOT_NAMES:
