@@ -101,7 +101,12 @@ def dataset_batch(trainee, dataset) -> dict[str, torch.Tensor]:
 def l1_after(tmp_path, dataset, steps: int) -> float:
     trainee = train(
         train_config(
-            dataset, tmp_path / f"run{steps}", *TINY_ACT, f"--steps={steps}", "--save_freq=0", "--lr=1e-3"
+            dataset,
+            tmp_path / f"run{steps}",
+            *TINY_ACT,
+            f"--steps={steps}",
+            "--save_checkpoint=false",
+            "--policy.optimizer_lr=1e-3",
         )
     ).trainee
     trainee.policy.eval()  # no dropout; the VAE latent is still sampled, so seed it
@@ -117,7 +122,7 @@ def test_act_fits_its_training_data(tmp_path, dataset):
 
 def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, dataset):
     out = tmp_path / "run"
-    flags = (*TINY_ACT, "--steps=4", "--save_freq=2", "--lr=1e-3")
+    flags = (*TINY_ACT, "--steps=4", "--save_freq=2", "--policy.optimizer_lr=1e-3")
     uninterrupted = train(train_config(dataset, out, *flags))
     expected = load_file(out / "checkpoints/000004/pretrained_model/model.safetensors")
     # Interrupt it after step 2: remove what came later, as if the process had died there.

@@ -19,6 +19,7 @@ import draccus
 
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import facts
+from lerobot.configs.optim import LRSchedulerConfig, OptimizerConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_STATE
 from lerobot.utils.errors import ConfigError
@@ -122,6 +123,14 @@ class CheckpointPolicyConfig(PreTrainedConfig):
     def task_steps(self) -> list:
         """Instruction steps (lerobot.processor.language) a fresh policy's preprocessor runs."""
         return []
+
+    def get_optimizer_preset(self) -> OptimizerConfig:
+        """How `lerobot-train` optimizes this policy by default: LeRobot's preset for the type."""
+        raise NotImplementedError(f"--policy.type={self.type}: no training preset; pass --optimizer.type=...")
+
+    def get_scheduler_preset(self) -> LRSchedulerConfig | None:
+        """The learning-rate schedule of the preset; None: a constant rate."""
+        return None
 
     @property
     def image_features(self) -> dict[str, PolicyFeature]:

@@ -9,6 +9,7 @@ from typing import Literal
 
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import EvalConfig, check_job_name, check_seeds
+from lerobot.configs.optim import LRSchedulerConfig, OptimizerConfig
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
@@ -64,24 +65,30 @@ class TrainPipelineConfig:
     states): it draws the same batches an uninterrupted run would."""
     seed: int = 1000
     """Seeds torch (weights, batches) and the evaluation episodes."""
-    steps: int = 10_000
+    steps: int = 100_000
     """Optimizer steps in total."""
     batch_size: int = 8
     """Training samples per optimizer step."""
-    eval_freq: int = 1000
-    """Evaluate every N steps (and at the last step); 0 disables evaluation."""
-    save_freq: int = 1000
-    """Save a checkpoint every N steps (and at the last step)."""
-    log_freq: int = 100
+    env_eval_freq: int = 20_000
+    """Evaluate in the simulator every N steps (and at the last step); 0 disables it."""
+    eval_freq: int | None = None
+    """LeRobot's older name of --env_eval_freq (wins when given)."""
+    save_checkpoint: bool = True
+    """Save checkpoints at all (false: none, not even the last)."""
+    save_freq: int = 20_000
+    """Save a checkpoint every N steps and after the last one; 0 or less: the last one only."""
+    log_freq: int = 200
     """Log loss and throughput every N steps."""
-    lr: float | None = None
-    """AdamW learning rate; default the policy's preset (`optimizer_lr`)."""
-    weight_decay: float | None = None
-    """AdamW weight decay; default the policy's preset."""
-    warmup_steps: int = 0
-    """Linear learning-rate warm-up, then cosine decay to 10% over the remaining steps."""
-    grad_clip_norm: float = 10.0
-    """Clip the gradient's global norm to this value."""
+    use_policy_training_preset: bool = True
+    """Train with the policy's own optimizer and schedule (LeRobot's preset for its type: ACT
+    AdamW at a constant 1e-5, Diffusion Adam with a cosine schedule, SmolVLA/π AdamW with warm-up
+    and cosine decay); false: the --optimizer.* and --scheduler.* given."""
+    optimizer: OptimizerConfig | None = None
+    """With --use_policy_training_preset=false: `--optimizer.type=adam|adamw|sgd` and its fields
+    (lr, betas, eps, weight_decay, grad_clip_norm, ...)."""
+    scheduler: LRSchedulerConfig | None = None
+    """With --use_policy_training_preset=false: `--scheduler.type=diffuser|cosine_decay_with_warmup|
+    constant_with_warmup|cosine_annealing_with_warmup|vqbet` and its fields."""
     wandb: WandbConfig = field(default_factory=WandbConfig)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Console logging detail."""
@@ -104,22 +111,20 @@ class TrainPipelineConfig:
         ):
             if value <= 0:
                 raise ConfigError(f"--{flag}={value}: must be a positive integer")
-        for flag, value in (
-            ("eval_freq", self.eval_freq),
-            ("save_freq", self.save_freq),
-            ("warmup_steps", self.warmup_steps),
-        ):
-            if value < 0:
-                raise ConfigError(f"--{flag}={value}: must be 0 or a positive integer")
+        if self.eval_freq is not None:
+            self.env_eval_freq = self.eval_freq
+        if self.env_eval_freq < 0:
+            raise ConfigError(f"--env_eval_freq={self.env_eval_freq}: must be 0 or a positive integer")
+        self._resolve_optimizer()
         _refuse_run_level_eval_flags(self.eval)
         if self.env is not None and getattr(self.env, "max_parallel_tasks", 1) != 1:
             raise ConfigError(
                 f"--env.max_parallel_tasks={self.env.max_parallel_tasks}: not used by lerobot-train "
                 "(in-training evaluation runs its tasks one by one); remove it"
             )
-        if self.eval_freq and self.env is None:
+        if self.env_eval_freq and self.env is None:
             raise ConfigError(
-                f"--eval_freq={self.eval_freq}: needs --env.type (and --env.task); or pass --eval_freq=0"
+                f"--env_eval_freq={self.env_eval_freq}: needs --env.type (and --env.task); or pass --env_eval_freq=0"
             )
         check_seeds(self.seed, self.eval.n_episodes)
         if self.job_name is None:
@@ -133,6 +138,28 @@ class TrainPipelineConfig:
             raise ConfigError(
                 f"--output_dir={self.output_dir}: not empty; pass --resume=true to continue that run, or a new directory"
             )
+
+    def _resolve_optimizer(self) -> None:
+        """The policy's preset, or the --optimizer / --scheduler given (as LeRobot decides)."""
+        if self.use_policy_training_preset:
+            self.optimizer = self.policy.get_optimizer_preset()
+            self.scheduler = self.policy.get_scheduler_preset()
+        elif self.optimizer is None or self.scheduler is None:
+            raise ConfigError(
+                "--use_policy_training_preset=false: pass both --optimizer.type=... and --scheduler.type=... "
+                "(e.g. --optimizer.type=adamw --optimizer.lr=1e-4 --scheduler.type=constant_with_warmup "
+                "--scheduler.num_warmup_steps=0)"
+            )
+
+    def save_now(self, step: int) -> bool:
+        """Whether `step` ends with a checkpoint."""
+        if not self.save_checkpoint:
+            return False
+        return step == self.steps or (self.save_freq > 0 and step % self.save_freq == 0)
+
+    def evaluate_now(self, step: int) -> bool:
+        """Whether `step` ends with an evaluation in the simulator."""
+        return bool(self.env_eval_freq) and (step % self.env_eval_freq == 0 or step == self.steps)
 
 
 # `--eval.*` settings that describe a whole `lerobot-eval` run, not an in-training evaluation:

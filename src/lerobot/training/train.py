@@ -10,7 +10,6 @@ context outlives an evaluation.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import torch
 import torch._dynamo  # noqa: F401  (see below)
 
 from lerobot.configs.checkpoint import PREPROCESSOR_FILE
+from lerobot.configs.optim import AdamConfig, AdamWConfig, OptimizerConfig, SGDConfig
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.configs.types import FeatureType, NormalizationMode
@@ -128,11 +128,7 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
     while step < cfg.steps:
         step += 1
         loss, info = trainee.loss(sampler.sample(cfg.batch_size, device))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip_norm)
-        optimizer.step()
-        scheduler.step()
+        grad_norm = optimization_step(loss, policy, optimizer, scheduler, cfg.optimizer.grad_clip_norm)
         samples_since += cfg.batch_size
         result.last_step, result.last_loss = step, float(loss.detach())
         if step % cfg.log_freq == 0 or step == cfg.steps:
@@ -147,7 +143,7 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
                 float(grad_norm),
             )
             started, samples_since = time.perf_counter(), 0
-        if cfg.save_freq and (step % cfg.save_freq == 0 or step == cfg.steps):
+        if cfg.save_now(step):
             path = save_checkpoint(
                 cfg.output_dir,
                 step,
@@ -160,7 +156,7 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
             )
             result.checkpoints.append(path)
             logger.info("step %d: checkpoint saved to %s", step, path)
-        if cfg.eval_freq and (step % cfg.eval_freq == 0 or step == cfg.steps):
+        if cfg.evaluate_now(step):
             # Evaluation draws from its own copy of the random states: training continues with
             # the draws it would have made without it, as a run resumed from this step does.
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
@@ -241,38 +237,57 @@ def matching_env_inputs(
 
 
 def make_optimizer(cfg: TrainPipelineConfig, policy: PreTrainedPolicy):
-    """AdamW (the backbone at its own rate when the policy has one), linear warm-up then cosine
-    decay to 10% of the rate at the last step."""
-    lr = cfg.lr if cfg.lr is not None else getattr(cfg.policy, "optimizer_lr", 1e-4)
-    betas = tuple(getattr(cfg.policy, "optimizer_betas", (0.9, 0.999)))
-    eps = getattr(cfg.policy, "optimizer_eps", 1e-8)
-    weight_decay = (
-        cfg.weight_decay
-        if cfg.weight_decay is not None
-        else getattr(cfg.policy, "optimizer_weight_decay", 0.0)
+    """The optimizer and schedule `cfg` resolved (the policy's preset, or --optimizer.* and
+    --scheduler.*), over the policy's parameter groups with its preset (ACT's backbone at its
+    own rate), else all its parameters, as LeRobot builds them."""
+    params = policy.get_optim_params() if cfg.use_policy_training_preset else policy.parameters()
+    optimizer = build_optimizer(cfg.optimizer, params)
+    schedule = cfg.scheduler
+    factor = (
+        (lambda step: schedule.lr_factor(step, cfg.steps)) if schedule is not None else (lambda step: 1.0)
     )
-    backbone_lr = getattr(cfg.policy, "optimizer_lr_backbone", None)
-    named = list(policy.named_parameters())
-    if backbone_lr is not None and cfg.lr is None:
-        groups = [
-            {"params": [p for n, p in named if "backbone" not in n and p.requires_grad]},
-            {"params": [p for n, p in named if "backbone" in n and p.requires_grad], "lr": backbone_lr},
-        ]
-    else:
-        groups = [{"params": [p for _, p in named if p.requires_grad]}]
-    optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-    if hasattr(cfg.policy, "lr_factor"):  # the policy's own schedule (SmolVLA: LeRobot's preset)
-        return optimizer, torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: cfg.policy.lr_factor(step, cfg.steps)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def optimization_step(
+    loss: torch.Tensor,
+    policy: PreTrainedPolicy,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    grad_clip_norm: float,
+) -> torch.Tensor:
+    """One step on `loss`, as LeRobot takes it: backward, the gradient's global norm clipped to
+    `grad_clip_norm` (not clipped when 0 or less), the optimizer's step, the schedule's; the
+    norm before clipping."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    limit = grad_clip_norm if grad_clip_norm > 0 else float("inf")
+    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), limit)
+    optimizer.step()
+    scheduler.step()
+    return grad_norm
+
+
+def build_optimizer(opt: OptimizerConfig, params: Any) -> torch.optim.Optimizer:
+    """torch's optimizer of `opt`'s type with its fields (the clip norm is the loop's)."""
+    if isinstance(opt, AdamConfig):
+        return torch.optim.Adam(
+            params, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay
         )
-
-    def schedule(step: int) -> float:
-        if step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
-
-    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    if isinstance(opt, AdamWConfig):
+        return torch.optim.AdamW(
+            params, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay
+        )
+    if isinstance(opt, SGDConfig):
+        return torch.optim.SGD(
+            params,
+            lr=opt.lr,
+            momentum=opt.momentum,
+            dampening=opt.dampening,
+            nesterov=opt.nesterov,
+            weight_decay=opt.weight_decay,
+        )
+    raise ConfigError(f"--optimizer.type={opt.type}: not one this build trains with (adam, adamw, sgd)")
 
 
 def resume(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from lerobot.configs.optim import AdamWConfig
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
 from lerobot.policies.backbones import RESNETS
@@ -77,6 +78,14 @@ class ACTConfig(CheckpointPolicyConfig):
     """AdamW weight decay `lerobot-train` uses for this policy."""
     optimizer_lr_backbone: float = 1e-5
     """Learning rate of the ResNet backbone."""
+
+    def get_optimizer_preset(self) -> AdamWConfig:
+        """LeRobot's preset: AdamW at a constant `optimizer_lr` (the backbone at its own rate,
+        ACTPolicy.get_optim_params), weight decay `optimizer_weight_decay`, clip 10."""
+        return AdamWConfig(lr=self.optimizer_lr, weight_decay=self.optimizer_weight_decay)
+
+    def get_scheduler_preset(self) -> None:
+        return None
 
     def __post_init__(self) -> None:
         super().__post_init__()

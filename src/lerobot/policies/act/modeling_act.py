@@ -90,8 +90,10 @@ class ACTPolicy(PreTrainedPolicy):
         if self.config.use_vae:
             latent, mu, log_sigma_x2 = self.model.encode_latent(batch)
         predicted = self.model(batch, images, latent=latent)
+        # The mean over real (not padded) action steps and dimensions, as LeRobot 0.6.1 takes it.
         valid = (~batch[ACTION_IS_PAD]).unsqueeze(-1)
-        l1 = (F.l1_loss(batch[ACTION], predicted, reduction="none") * valid).mean()
+        errors = F.l1_loss(batch[ACTION], predicted, reduction="none") * valid
+        l1 = errors.sum() / (valid.sum() * errors.shape[-1]).clamp_min(1)
         info = {"l1_loss": float(l1.detach())}
         if mu is None:
             return l1, info

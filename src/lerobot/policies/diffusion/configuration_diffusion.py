@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from lerobot.configs.optim import DIFFUSER_SCHEDULES, AdamConfig, DiffuserSchedulerConfig
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
 from lerobot.policies.backbones import RESNETS
@@ -89,12 +90,22 @@ class DiffusionConfig(CheckpointPolicyConfig):
     do_mask_loss_for_padding: bool = False
     """Training: leave actions past the episode end out of the loss."""
     optimizer_lr: float = 1e-4
-    """AdamW learning rate `lerobot-train` uses for this policy (LeRobot's preset)."""
+    """Adam learning rate `lerobot-train` uses for this policy (LeRobot's preset)."""
+    optimizer_betas: tuple[float, float] = (0.95, 0.999)
+    """Adam's betas."""
+    optimizer_eps: float = 1e-8
+    """Adam's eps."""
     optimizer_weight_decay: float = 1e-6
-    """AdamW weight decay `lerobot-train` uses for this policy."""
+    """Adam weight decay `lerobot-train` uses for this policy."""
+    scheduler_name: str = "cosine"
+    """The learning-rate schedule, by diffusers' name (cosine, linear, constant, constant_with_warmup)."""
+    scheduler_warmup_steps: int = 500
+    """Linear warm-up steps of the schedule."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.optimizer_betas = tuple(self.optimizer_betas)
+        require_choice("--policy.scheduler_name", self.scheduler_name, DIFFUSER_SCHEDULES)
         require_choice("--policy.vision_backbone", self.vision_backbone, RESNETS)
         require_choice("--policy.noise_scheduler_type", self.noise_scheduler_type, SCHEDULERS)
         require_choice("--policy.prediction_type", self.prediction_type, PREDICTION_TYPES)
@@ -120,6 +131,19 @@ class DiffusionConfig(CheckpointPolicyConfig):
             raise ConfigError(
                 f"--policy.num_inference_steps={steps}: must be between 1 and num_train_timesteps={self.num_train_timesteps}"
             )
+
+    def get_optimizer_preset(self) -> AdamConfig:
+        """LeRobot's preset: Adam at `optimizer_lr` with its betas, eps and weight decay, clip 10."""
+        return AdamConfig(
+            lr=self.optimizer_lr,
+            betas=tuple(self.optimizer_betas),
+            eps=self.optimizer_eps,
+            weight_decay=self.optimizer_weight_decay,
+        )
+
+    def get_scheduler_preset(self) -> DiffuserSchedulerConfig:
+        """LeRobot's preset: diffusers' `scheduler_name` schedule after `scheduler_warmup_steps`."""
+        return DiffuserSchedulerConfig(name=self.scheduler_name, num_warmup_steps=self.scheduler_warmup_steps)
 
     def _crop_from_ratio(self) -> tuple[int, int] | None:
         """LeRobot derives the crop from resize_shape and crop_ratio whenever resizing."""

@@ -11,8 +11,9 @@ actions then depend on its seed only, not on the batch it ran in or the device; 
 they equal LeRobot's after `torch.manual_seed(seed)` on the CPU.
 
 Training (`forward`) noises the action sequence at a random timestep and regresses the noise
-("epsilon") or the clean sequence ("sample"), per `prediction_type`, with MSE. Crops are
-central in training too (LeRobot crops at random positions while training).
+("epsilon") or the clean sequence ("sample"), per `prediction_type`, with MSE. While training,
+with `crop_is_random`, each encoder call crops at one random position drawn from torch's
+generator, as LeRobot's (torchvision's RandomCrop) does; evaluation crops centrally.
 """
 
 from __future__ import annotations
@@ -262,12 +263,13 @@ class DiffusionModel(nn.Module):
 
 
 class DiffusionRgbEncoder(nn.Module):
-    """Resize and centre-crop, ResNet trunk, spatial soft-argmax keypoints, linear + ReLU."""
+    """Resize and crop, ResNet trunk, spatial soft-argmax keypoints, linear + ReLU."""
 
     def __init__(self, config: DiffusionConfig):
         super().__init__()
         self.resize_shape = tuple(config.resize_shape) if config.resize_shape is not None else None
         self.crop_shape = tuple(config.crop_shape) if config.crop_shape is not None else None
+        self.crop_is_random = config.crop_is_random
         norm = _group_norm if config.use_group_norm else nn.BatchNorm2d
         self.backbone = nn.Sequential(*resnet_trunk(config.vision_backbone, norm).values())
         height, width = config.encoder_image_size
@@ -285,7 +287,9 @@ class DiffusionRgbEncoder(nn.Module):
         """(N, C, H, W) in normalised pixel space -> (N, feature_dim)."""
         if self.resize_shape is not None:
             images = resize(images, self.resize_shape)
-        if self.crop_shape is not None:
+        if self.crop_shape is not None and self.training and self.crop_is_random:
+            images = random_crop(images, self.crop_shape)
+        elif self.crop_shape is not None:
             images = center_crop(images, self.crop_shape)
         keypoints = self.pool(self.backbone(images))
         return self.relu(self.out(torch.flatten(keypoints, start_dim=1)))
@@ -301,6 +305,18 @@ def resize(images: Tensor, size: tuple[int, int]) -> Tensor:
     if tuple(images.shape[-2:]) == tuple(size):
         return images
     return F.interpolate(images, size=list(size), mode="bilinear", align_corners=False, antialias=True)
+
+
+def random_crop(images: Tensor, size: tuple[int, int]) -> Tensor:
+    """One crop of `size` at a random position for all of `images`, the row then the column
+    drawn from torch's generator as torchvision's RandomCrop draws them."""
+    height, width = images.shape[-2:]
+    crop_h, crop_w = size
+    if (crop_h, crop_w) == (height, width):
+        return images
+    top = int(torch.randint(0, height - crop_h + 1, size=(1,)).item())
+    left = int(torch.randint(0, width - crop_w + 1, size=(1,)).item())
+    return images[..., top : top + crop_h, left : left + crop_w]
 
 
 def center_crop(images: Tensor, size: tuple[int, int]) -> Tensor:

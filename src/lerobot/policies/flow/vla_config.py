@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from lerobot.configs.optim import AdamWConfig, CosineDecayWithWarmupSchedulerConfig
 from lerobot.configs.types import PolicyFeature
 from lerobot.utils.constants import OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.schedules import cosine_decay_with_warmup
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +57,22 @@ class VLAConfigMixin:
         """What the policy does without the cameras `dropped`, for the warning."""
         raise NotImplementedError
 
-    def lr_factor(self, step: int, total_steps: int) -> float:
-        """LeRobot's cosine-with-warm-up preset for this policy, as a factor of optimizer_lr."""
-        return cosine_decay_with_warmup(
-            step,
-            total_steps,
-            warmup_steps=self.scheduler_warmup_steps,
-            decay_steps=self.scheduler_decay_steps,
+    def get_optimizer_preset(self) -> AdamWConfig:
+        """LeRobot's preset: AdamW at `optimizer_lr`, its betas, eps and weight decay, the
+        gradient clipped to `optimizer_grad_clip_norm`."""
+        return AdamWConfig(
+            lr=self.optimizer_lr,
+            betas=tuple(self.optimizer_betas),
+            eps=self.optimizer_eps,
+            weight_decay=self.optimizer_weight_decay,
+            grad_clip_norm=self.optimizer_grad_clip_norm,
+        )
+
+    def get_scheduler_preset(self) -> CosineDecayWithWarmupSchedulerConfig:
+        """LeRobot's preset: warm-up, then cosine decay to `scheduler_decay_lr`."""
+        return CosineDecayWithWarmupSchedulerConfig(
+            num_warmup_steps=self.scheduler_warmup_steps,
+            num_decay_steps=self.scheduler_decay_steps,
             peak_lr=self.optimizer_lr,
             decay_lr=self.scheduler_decay_lr,
         )
