@@ -14,7 +14,7 @@ from lerobot.configs.parser import CliError, parse_config
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.datasets.reader import load_episodes
 from lerobot.datasets.recorder import DatasetRecorder
-from lerobot.training.batches import WindowSampler
+from lerobot.training.batches import Windows
 from lerobot.training.train import train
 from tests.policies.checkpoints import load
 from tests.training.conftest import ENV_FLAGS, TINY_ACT, make_frames
@@ -29,6 +29,7 @@ TINY_DIFFUSION = (
     "--policy.use_group_norm=true",
     "--policy.num_inference_steps=2",
     "--policy.num_train_timesteps=10",
+    "--policy.drop_n_last_frames=3",
     "--policy.device=cpu",
 )
 
@@ -60,6 +61,7 @@ def train_config(dataset, out, *flags: str) -> TrainPipelineConfig:
         "--eval_freq=0",
         "--batch_size=4",
         "--log_freq=1",
+        "--num_workers=0",
         *flags,
     ]
     return parse_config(TrainPipelineConfig, argv)
@@ -94,8 +96,7 @@ def test_checkpoint_loads_as_lerobot_eval_does_and_acts_the_same(tmp_path, datas
 def dataset_batch(trainee, dataset) -> dict[str, torch.Tensor]:
     frames = load_episodes(dataset)
     keys = list(trainee.policy.config.input_features)
-    sampler = WindowSampler(frames, keys, [0], range(4), torch.Generator().manual_seed(0))
-    return sampler.gather(np.arange(frames.n_frames), torch.device("cpu"))
+    return Windows(frames, keys, [0], range(4)).batch(np.arange(frames.n_frames), torch.device("cpu"))
 
 
 def l1_after(tmp_path, dataset, steps: int) -> float:
@@ -142,3 +143,43 @@ def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tmp_path, d
     state = json.loads((out / "checkpoints/last/training_state/training_step.json").read_text())
     schedule = json.loads((out / "checkpoints/last/training_state/scheduler_state.json").read_text())
     assert state == {"step": 4} and schedule["last_epoch"] == 4
+
+
+def test_worker_processes_train_the_same_weights(tmp_path, dataset):
+    """Batches read in spawned workers, prefetched ahead, are the batches read in-process."""
+    flags = (*TINY_ACT, "--steps=3", "--save_checkpoint=false", "--policy.optimizer_lr=1e-3")
+    in_process = train(train_config(dataset, tmp_path / "a", *flags))
+    in_workers = train(
+        train_config(dataset, tmp_path / "b", *flags, "--num_workers=2", "--prefetch_factor=2")
+    )
+    assert in_workers.last_loss == in_process.last_loss
+    for key, value in in_process.trainee.policy.state_dict().items():
+        torch.testing.assert_close(in_workers.trainee.policy.state_dict()[key], value, rtol=0, atol=0)
+
+
+def test_held_out_episodes_are_not_trained_on_and_their_loss_is_logged(tmp_path, dataset, caplog):
+    flags = (*TINY_ACT, "--steps=2", "--save_checkpoint=false", "--dataset.eval_split=0.5", "--eval_steps=1")
+    with caplog.at_level("INFO", logger="lerobot.training.train"):
+        train(train_config(dataset, tmp_path / "run", *flags))
+    # Two episodes of one task: the last one (4 frames) is held out, in one batch of 4.
+    assert "1 episodes held out" in caplog.text
+    losses = [line for line in caplog.messages if "eval_loss=" in line]
+    assert [line.split(": eval_loss=")[0] for line in losses] == ["step 1", "step 2"]
+    assert all(line.endswith("over 1 held-out batches") for line in losses)
+
+
+def test_held_out_split_and_sample_cap_follow_lerobot():
+    from lerobot.training.train import held_out_rows, split_held_out
+
+    frames = make_frames((3, 4, 5, 2, 6))
+    frames.task_indices = np.repeat([0, 1, 0, 0, 1], [3, 4, 5, 2, 6])
+    frames.tasks = ["a", "b"]
+    kept, held_out = split_held_out(frames, 0.4)
+    # Task a: episodes 0, 2, 3 -> ceil(1.2) = 2 held out (2, 3); task b: 1, 4 -> ceil(0.8) = 1 (4).
+    assert kept.episode_indices.tolist() == [0, 1]
+    assert held_out.episode_indices.tolist() == [2, 3, 4]
+    assert held_out_rows(held_out, 0).tolist() == list(range(13))
+    # Three samples for two tasks: the first one of each task.
+    assert held_out_rows(held_out, 3).tolist() == [0, 7]
+    with pytest.raises(Exception, match="--dataset.eval_split=0.9: holds out all 2 episodes"):
+        split_held_out(make_frames((3, 4)), 0.9)

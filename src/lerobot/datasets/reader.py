@@ -11,6 +11,7 @@ decodes new or changed ones.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -70,6 +71,48 @@ class EpisodeFrames:
         rows = np.asarray(rows)
         return np.asarray(self.images[key][rows if self.image_rows is None else self.image_rows[rows]])
 
+    def select(self, episodes: Sequence[int]) -> EpisodeFrames:
+        """The frames of these of its episodes (dataset episode indices), in its order."""
+        keep = np.isin(self.episode_indices, np.asarray(episodes))
+        rows = np.concatenate(
+            [
+                np.arange(start, start + length)
+                for start, length in zip(self.episode_starts[keep], self.episode_lengths[keep], strict=True)
+            ]
+        ).astype(np.int64)
+        lengths = self.episode_lengths[keep]
+        return dataclasses.replace(
+            self,
+            vectors={key: values[rows] for key, values in self.vectors.items()},
+            episode_starts=np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64),
+            episode_lengths=lengths,
+            episode_indices=self.episode_indices[keep],
+            image_rows=rows if self.image_rows is None else self.image_rows[rows],
+            task_indices=None if self.task_indices is None else self.task_indices[rows],
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for data loader workers: a memory-mapped frame cache travels as its file name
+        (pickling the map would copy every frame of the dataset into each worker)."""
+        state = dict(self.__dict__)
+        state["images"] = {
+            key: _MappedFile(str(array.filename)) if isinstance(array, np.memmap) else array
+            for key, array in self.images.items()
+        }
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state["images"] = {
+            key: np.load(array.path, mmap_mode="r") if isinstance(array, _MappedFile) else array
+            for key, array in state["images"].items()
+        }
+        self.__dict__.update(state)
+
+
+@dataclass(frozen=True)
+class _MappedFile:
+    path: str
+
 
 def read_info(root: Path) -> dict[str, Any]:
     path = Path(root) / layout.INFO_PATH
@@ -114,15 +157,20 @@ def read_episodes_table(root: Path) -> dict[str, list]:
 
 
 def load_episodes(
-    root: Path, episodes: Sequence[int] | None = None, cache_dir: Path | None = None
+    root: Path,
+    episodes: Sequence[int] | None = None,
+    cache_dir: Path | None = None,
+    tolerance_s: float = layout.TIMESTAMP_TOLERANCE_S,
 ) -> EpisodeFrames:
     """The frames of `episodes` (default all) of the dataset at `root`; camera frames are
-    decoded into `cache_dir` (default <root>/.cache/frames) unless already there."""
+    decoded into `cache_dir` (default <root>/.cache/frames) unless already there. A timestamp
+    more than `tolerance_s` off its frame (LeRobot's `--tolerance_s`) is an error."""
     root = Path(root)
     info = read_info(root)
     table = read_episodes_table(root)
     row_of = {int(e): r for r, e in enumerate(table["episode_index"])}
-    selected = sorted(row_of) if episodes is None else [int(e) for e in episodes]
+    # In the dataset's order, as LeRobot reads a subset of episodes.
+    selected = sorted(row_of) if episodes is None else sorted({int(e) for e in episodes})
     unknown = [e for e in selected if e not in row_of]
     if unknown or not selected:
         raise DatasetError(
@@ -130,12 +178,12 @@ def load_episodes(
             f"{min(row_of)}..{max(row_of)}"
         )
     rows = [row_of[e] for e in selected]
-    columns = _read_frame_rows(root, info, table, rows)
+    columns = _read_frame_rows(root, info, table, rows, tolerance_s)
     lengths = np.asarray([table["length"][r] for r in rows], dtype=np.int64)
     images = {}
     for key in _camera_keys(info):
         cache = Path(cache_dir) if cache_dir is not None else root / FRAME_CACHE_DIR
-        images[key] = cached_frames(root, info, table, key, rows, cache)
+        images[key] = cached_frames(root, info, table, key, rows, cache, tolerance_s)
     index = columns.pop("index")
     return EpisodeFrames(
         info=info,
@@ -160,7 +208,9 @@ def _camera_keys(info: dict[str, Any]) -> list[str]:
     return [key for key, ft in info["features"].items() if ft["dtype"] == "video"]
 
 
-def _read_frame_rows(root: Path, info: dict, table: dict, rows: list[int]) -> dict[str, Any]:
+def _read_frame_rows(
+    root: Path, info: dict, table: dict, rows: list[int], tolerance_s: float
+) -> dict[str, Any]:
     """The selected episodes' rows of the frame table: {"vectors": {key: (N, D)}, "index": (N,),
     "task_index": (N,)}; each data file is read once."""
     import pyarrow.parquet as pq
@@ -181,7 +231,7 @@ def _read_frame_rows(root: Path, info: dict, table: dict, rows: list[int]) -> di
                 raise DatasetError(f"{path}: data file missing (episode {table['episode_index'][r]})")
             read = pq.read_table(path, columns=wanted)
             files[where] = {name: _to_numpy(read.column(name)) for name in wanted}
-        parts.append(_episode_rows(files[where], table, r, info["fps"]))
+        parts.append(_episode_rows(files[where], table, r, info["fps"], tolerance_s))
     return {
         "vectors": {
             key: np.concatenate([p[key] for p in parts]).astype(np.float32).reshape(-1, _width(info, key))
@@ -192,7 +242,9 @@ def _read_frame_rows(root: Path, info: dict, table: dict, rows: list[int]) -> di
     }
 
 
-def _episode_rows(file: dict[str, np.ndarray], table: dict, r: int, fps: int) -> dict[str, np.ndarray]:
+def _episode_rows(
+    file: dict[str, np.ndarray], table: dict, r: int, fps: int, tolerance_s: float
+) -> dict[str, np.ndarray]:
     episode, start, length = table["episode_index"][r], table["dataset_from_index"][r], table["length"][r]
     first = int(np.searchsorted(file["index"], start))
     take = slice(first, first + length)
@@ -202,10 +254,10 @@ def _episode_rows(file: dict[str, np.ndarray], table: dict, r: int, fps: int) ->
         )
     timestamps = file["timestamp"][take]
     drift = np.abs(timestamps - file["frame_index"][take] / fps)
-    if drift.max() > layout.TIMESTAMP_TOLERANCE_S + np.spacing(timestamps).max():  # float32 rounding
+    if drift.max() > tolerance_s + np.spacing(timestamps).max():  # float32 rounding
         raise DatasetError(
-            f"episode {episode}: timestamps are {drift.max():.2g} s off frame_index / fps; "
-            "this build reads datasets recorded at a constant frame rate"
+            f"--tolerance_s={tolerance_s}: episode {episode}'s timestamps are {drift.max():.2g} s off "
+            "frame_index / fps; this build reads datasets recorded at a constant frame rate"
         )
     return {key: values[take] for key, values in file.items()}
 
@@ -223,7 +275,15 @@ def _width(info: dict, key: str) -> int:
     return int(np.prod(info["features"][key]["shape"]))
 
 
-def cached_frames(root: Path, info: dict, table: dict, key: str, rows: list[int], cache: Path) -> np.ndarray:
+def cached_frames(
+    root: Path,
+    info: dict,
+    table: dict,
+    key: str,
+    rows: list[int],
+    cache: Path,
+    tolerance_s: float = layout.TIMESTAMP_TOLERANCE_S,
+) -> np.ndarray:
     """Camera `key`'s frames as a read-only memory map of shape (total_frames, H, W, 3), row i
     holding the frame of dataset index i; the video files of episodes `rows` are decoded into
     it first unless the cache already holds them unchanged."""
@@ -231,7 +291,7 @@ def cached_frames(root: Path, info: dict, table: dict, key: str, rows: list[int]
     array_path, manifest_path = cache / f"{key}.npy", cache / f"{key}.json"
     cache.mkdir(parents=True, exist_ok=True)
     with _exclusive_lock(cache / f"{key}.lock"):
-        _fill_cache(root, table, key, rows, shape, array_path, manifest_path, int(info["fps"]))
+        _fill_cache(root, table, key, rows, shape, (array_path, manifest_path), int(info["fps"]), tolerance_s)
     return np.load(array_path, mmap_mode="r")
 
 
@@ -258,15 +318,16 @@ def _fill_cache(
     key: str,
     rows: list[int],
     shape: tuple,
-    array_path: Path,
-    manifest_path: Path,
+    paths: tuple[Path, Path],
     fps: int,
+    tolerance_s: float,
 ) -> None:
     """Decode into the cache the video files of `rows` that it lacks or holds stale.
 
     A new array file replaces the old one by rename, so a training still reading the old one
     keeps its (unlinked) file instead of seeing it truncated under its memory map.
     """
+    array_path, manifest_path = paths
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     if manifest.get("shape") != list(shape) or not array_path.is_file():
         fresh = array_path.with_name(array_path.name + ".tmp")
@@ -285,7 +346,7 @@ def _fill_cache(
         array = np.load(array_path, mmap_mode="r+")
         for where, path, relative in stale:
             logger.info("decoding %s into the frame cache %s", relative, array_path)
-            _decode_into(array, path, _frame_targets(table, key, where, fps))
+            _decode_into(array, path, _frame_targets(table, key, where, fps, tolerance_s))
             array.flush()
             manifest["videos"][relative] = _signature(path)
             _write_atomically(manifest_path, json.dumps(manifest, indent=2))
@@ -315,14 +376,14 @@ def _signature(path: Path) -> list[int]:
     return [status.st_size, status.st_mtime_ns]
 
 
-def _frame_targets(table: dict, key: str, where: FileIndex, fps: int) -> dict[int, int]:
+def _frame_targets(table: dict, key: str, where: FileIndex, fps: int, tolerance_s: float) -> dict[int, int]:
     """Frame number in the video file -> dataset index, for every episode in that file."""
     targets = {}
     for r in range(len(table["episode_index"])):
         if _video_file_index(table, key, r) != where:
             continue
         start = table[f"videos/{key}/from_timestamp"][r] * fps
-        if abs(start - round(start)) / fps > layout.TIMESTAMP_TOLERANCE_S:
+        if abs(start - round(start)) / fps > tolerance_s:
             raise DatasetError(
                 f"{key}: episode {table['episode_index'][r]} starts at "
                 f"{table[f'videos/{key}/from_timestamp'][r]} s, not on a frame of a {fps} fps video"

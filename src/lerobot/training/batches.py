@@ -9,7 +9,10 @@ repeat its first or last frame; actions past its end are marked in `action_is_pa
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -20,6 +23,7 @@ from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.datasets.reader import EpisodeFrames
 from lerobot.datasets.stats import QUANTILES, aggregate, vector_stats
 from lerobot.utils.constants import ACTION, ACTION_IS_PAD, OBS_ENV_STATE, OBS_STATE, TASK
+from lerobot.utils.errors import ConfigError
 
 VECTOR_TYPES = {OBS_STATE: FeatureType.STATE, OBS_ENV_STATE: FeatureType.ENV}
 
@@ -66,8 +70,14 @@ def window_offsets(cfg: CheckpointPolicyConfig) -> tuple[list[int], list[int]]:
     return [0], list(range(cfg.chunk_size))
 
 
-class WindowSampler:
-    """Draws batches of windows from the selected episodes, on `device`."""
+class Windows(torch.utils.data.Dataset):
+    """Training samples around frame rows, read in the data loader's worker processes.
+
+    `windows[rows]` is a whole batch on the CPU: observations at `obs_offsets` (clamped to the
+    episode), actions at `action_offsets` with `action_is_pad`, camera frames as uint8
+    (B[, S], 3, H, W) so that workers hand over a quarter of the bytes; `on_device` makes
+    them floats in [0, 1] where the policy runs.
+    """
 
     def __init__(
         self,
@@ -75,43 +85,153 @@ class WindowSampler:
         input_keys: Sequence[str],
         obs_offsets: Sequence[int],
         action_offsets: Sequence[int],
-        generator: torch.Generator,
     ):
+        self.frames = frames
         self.obs_offsets = np.asarray(obs_offsets)
         self.action_offsets = np.asarray(action_offsets)
-        self.generator = generator
-        self.frames = frames
-        self.tensors = {
-            key: torch.from_numpy(frames.vectors[key]) for key in input_keys if key in frames.vectors
-        }
-        self.actions = torch.from_numpy(frames.vectors[ACTION])
+        self.vector_keys = [key for key in input_keys if key in frames.vectors]
         self.image_keys = [key for key in input_keys if key in frames.images]
         episode_of_row = np.repeat(np.arange(len(frames.episode_lengths)), frames.episode_lengths)
         self.first_row = frames.episode_starts[episode_of_row]
         self.last_row = self.first_row + frames.episode_lengths[episode_of_row] - 1
-        self.n_rows = len(episode_of_row)
 
-    def sample(self, batch_size: int, device: torch.device) -> dict[str, Tensor]:
-        rows = torch.randint(0, self.n_rows, (batch_size,), generator=self.generator).numpy()
-        return self.gather(rows, device)
+    def __len__(self) -> int:
+        return self.frames.n_frames
 
-    def gather(self, rows: np.ndarray, device: torch.device) -> dict[str, Tensor]:
-        """The windows around `rows`; observations squeezed to (B, ...) when one step is read."""
+    def __getitem__(self, rows: np.ndarray) -> dict[str, Tensor | list[str]]:
+        rows = np.asarray(rows)
         first, last = self.first_row[rows, None], self.last_row[rows, None]
         obs_rows = np.clip(rows[:, None] + self.obs_offsets, first, last)
         wanted = rows[:, None] + self.action_offsets
-        windows = {key: values[torch.from_numpy(obs_rows)] for key, values in self.tensors.items()}
-        for key in self.image_keys:  # uint8 (B, S, H, W, 3) -> float (B, S, 3, H, W) in [0, 1]
+        windows = {key: torch.from_numpy(self.frames.vectors[key][obs_rows]) for key in self.vector_keys}
+        for key in self.image_keys:  # (B, S, H, W, 3) -> (B, S, 3, H, W), still uint8
             pixels = torch.from_numpy(self.frames.camera_frames(key, obs_rows.reshape(-1)))
             pixels = pixels.reshape(*obs_rows.shape, *pixels.shape[1:])
-            windows[key] = pixels.permute(0, 1, 4, 2, 3).float().div_(255.0)
-        batch = {key: w[:, 0] if len(self.obs_offsets) == 1 else w for key, w in windows.items()}
-        batch[ACTION] = self.actions[torch.from_numpy(np.clip(wanted, first, last))]
+            windows[key] = pixels.permute(0, 1, 4, 2, 3).contiguous()
+        batch: dict[str, Tensor | list[str]] = {
+            key: w[:, 0] if len(self.obs_offsets) == 1 else w for key, w in windows.items()
+        }
+        batch[ACTION] = torch.from_numpy(self.frames.vectors[ACTION][np.clip(wanted, first, last)])
         batch[ACTION_IS_PAD] = torch.from_numpy((wanted < first) | (wanted > last))
-        moved: dict[str, Tensor | list[str]] = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         if self.frames.tasks and self.frames.task_indices is not None:
-            moved[TASK] = [self.frames.tasks[i] for i in self.frames.task_indices[rows]]
+            batch[TASK] = [self.frames.tasks[i] for i in self.frames.task_indices[rows]]
+        return batch
+
+    def on_device(self, batch: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
+        """`batch` on `device`, camera frames as float in [0, 1] (converted there: a GPU does it
+        in microseconds, and the copy moves uint8)."""
+        moved = {}
+        for key, value in batch.items():
+            if not isinstance(value, Tensor):
+                moved[key] = value
+            elif key in self.image_keys:
+                moved[key] = value.to(device, non_blocking=True).float().div_(255.0)
+            else:
+                moved[key] = value.to(device, non_blocking=True)
         return moved
+
+    def batch(self, rows: np.ndarray, device: torch.device) -> dict[str, Any]:
+        """The batch at `rows`, on `device`, in this process."""
+        return self.on_device(self[rows], device)
+
+
+class EpochOrder:
+    """The frames each training step reads, in LeRobot 0.6.1's order.
+
+    Like LeRobot's episode-aware sampler: the usable frames (each episode without its last
+    `drop_n_last_frames`) are shuffled once per epoch by `torch.randperm` seeded from
+    (seed, epoch) and cut into batches in that order, the last batch of an epoch short. The
+    order is a function of (seed, step) alone, so worker processes can prefetch ahead and a
+    resumed run reads exactly the batches an uninterrupted one would.
+    """
+
+    def __init__(self, frames: EpisodeFrames, seed: int, drop_n_last_frames: int = 0):
+        usable = np.maximum(frames.episode_lengths - drop_n_last_frames, 0)
+        self.rows = np.concatenate(
+            [np.arange(s, s + n) for s, n in zip(frames.episode_starts, usable, strict=True)]
+        ).astype(np.int64)
+        if not len(self.rows):
+            raise ConfigError(
+                f"--policy.drop_n_last_frames={drop_n_last_frames}: leaves no frame to train on "
+                f"(the longest episode has {int(frames.episode_lengths.max())})"
+            )
+        self.seed = seed
+        self._epoch: tuple[int, np.ndarray] | None = None
+
+    def epoch(self, epoch: int) -> np.ndarray:
+        """The rows of `epoch`, in the order its batches read them."""
+        if self._epoch is None or self._epoch[0] != epoch:
+            state = np.random.SeedSequence([self.seed, epoch]).generate_state(1, dtype=np.uint64)[0]
+            generator = torch.Generator().manual_seed(int(state))
+            self._epoch = (epoch, self.rows[torch.randperm(len(self.rows), generator=generator).numpy()])
+        return self._epoch[1]
+
+    def batch_rows(self, index: int, batch_size: int) -> np.ndarray:
+        """The rows of the `index`-th batch of the run (0: the first step's)."""
+        per_epoch = math.ceil(len(self.rows) / batch_size)
+        epoch, within = divmod(index, per_epoch)
+        return self.epoch(epoch)[within * batch_size : (within + 1) * batch_size]
+
+
+class StepBatches(torch.utils.data.Sampler):
+    """The rows of batches `first`..`stop - 1`, for a DataLoader with `batch_size=None`."""
+
+    def __init__(self, order: EpochOrder, batch_size: int, first: int, stop: int):
+        self.order, self.batch_size, self.first, self.stop = order, batch_size, first, stop
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for index in range(self.first, self.stop):
+            yield self.order.batch_rows(index, self.batch_size)
+
+    def __len__(self) -> int:
+        return max(0, self.stop - self.first)
+
+
+class InOrder(torch.utils.data.Sampler):
+    """Consecutive batches of `rows`, the last one short (held-out evaluation)."""
+
+    def __init__(self, rows: np.ndarray, batch_size: int):
+        self.rows, self.batch_size = rows, batch_size
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for start in range(0, len(self.rows), self.batch_size):
+            yield self.rows[start : start + self.batch_size]
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.rows) / self.batch_size)
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """How batches are prepared: LeRobot's `--num_workers`, `--prefetch_factor`,
+    `--persistent_workers` and `--dataloader_multiprocessing_context`, and pinned memory for a
+    CUDA device."""
+
+    num_workers: int = 0
+    prefetch_factor: int = 4
+    persistent_workers: bool = True
+    multiprocessing_context: str | None = "spawn"
+    pin_memory: bool = False
+
+
+def make_loader(
+    windows: Windows, batches: torch.utils.data.Sampler, settings: LoaderSettings
+) -> torch.utils.data.DataLoader:
+    """A DataLoader that reads `batches` of `windows` (in worker processes when asked). It has
+    its own generator: creating it leaves torch's global random state alone, which training
+    (dropout, noise) and resuming depend on."""
+    workers = settings.num_workers > 0
+    return torch.utils.data.DataLoader(
+        windows,
+        batch_size=None,
+        sampler=batches,
+        num_workers=settings.num_workers,
+        prefetch_factor=settings.prefetch_factor if workers else None,
+        persistent_workers=settings.persistent_workers and workers,
+        multiprocessing_context=settings.multiprocessing_context if workers else None,
+        pin_memory=settings.pin_memory,
+        generator=torch.Generator(),
+    )
 
 
 def compute_stats(frames: EpisodeFrames, max_image_frames: int = 500) -> dict[str, dict[str, Tensor]]:

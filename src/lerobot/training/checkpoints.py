@@ -4,7 +4,7 @@
                                                policy_{pre,post}processor.json + statistics
     checkpoints/<step:06d>/training_state/     training_step.json, optimizer_state.safetensors,
                                                optimizer_param_groups.json, scheduler_state.json,
-                                               rng_state.safetensors (batch sampler, torch, CUDA)
+                                               rng_state.safetensors (torch, CUDA)
     checkpoints/last -> <step:06d>
 Everything is JSON or safetensors; nothing is pickled.
 """
@@ -51,14 +51,13 @@ def save_checkpoint(
     stats: Mapping[str, Mapping[str, Tensor]],
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
-    sampler_generator: torch.Generator,
     task_steps: Sequence[Any] = (),
 ) -> Path:
     """Write checkpoint `step` and point `last` at it; returns its pretrained_model dir."""
     directory = checkpoint_dir(output_dir, step)
     pretrained = directory / PRETRAINED_DIR
     save_pretrained(policy, stats, pretrained, task_steps)
-    save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler, sampler_generator)
+    save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler)
     last = directory.parent / LAST
     tmp = directory.parent / f".{LAST}.tmp"
     tmp.unlink(missing_ok=True)
@@ -124,10 +123,9 @@ def save_training_state(
     step: int,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
-    sampler_generator: torch.Generator,
 ) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    save_file(rng_state(sampler_generator), directory / RNG_STATE_FILE)
+    save_file(rng_state(), directory / RNG_STATE_FILE)
     state = optimizer.state_dict()
     tensors = {
         f"{param_id}.{name}": torch.as_tensor(value).cpu().contiguous()
@@ -144,14 +142,13 @@ def load_training_state(
     directory: Path,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
-    sampler_generator: torch.Generator,
 ) -> int:
     """Restore optimizer, scheduler and random states from `directory`; returns the step it
     was saved at."""
     if (directory / RNG_STATE_FILE).is_file():
-        set_rng_state(load_file(directory / RNG_STATE_FILE), sampler_generator)
+        set_rng_state(load_file(directory / RNG_STATE_FILE))
     else:  # a checkpoint from before random states were saved
-        logger.warning("%s: no %s; batches are drawn anew from --seed", directory, RNG_STATE_FILE)
+        logger.warning("%s: no %s; dropout and noise are drawn anew", directory, RNG_STATE_FILE)
     per_param: dict[int, dict[str, Tensor]] = {}
     for key, value in load_file(directory / "optimizer_state.safetensors").items():
         param_id, name = key.split(".", 1)
@@ -162,18 +159,18 @@ def load_training_state(
     return int(json.loads((directory / "training_step.json").read_text())["step"])
 
 
-def rng_state(sampler_generator: torch.Generator) -> dict[str, Tensor]:
-    """Every random state a training step draws from: the batch sampler's generator and torch's
-    global ones (dropout, ACT's latent, diffusion noise), so a resumed run continues the very
-    sequence an uninterrupted one would have drawn."""
-    state = {"sampler": sampler_generator.get_state(), "torch": torch.get_rng_state()}
+def rng_state() -> dict[str, Tensor]:
+    """Every random state a training step draws from: torch's global ones (dropout, ACT's
+    latent, diffusion noise, random crops), so a resumed run continues the very sequence an
+    uninterrupted one would have drawn. The batches need none: their order is a function of
+    the seed and the step (`EpochOrder`)."""
+    state = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state.update({f"cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())})
     return state
 
 
-def set_rng_state(state: Mapping[str, Tensor], sampler_generator: torch.Generator) -> None:
-    sampler_generator.set_state(state["sampler"])
+def set_rng_state(state: Mapping[str, Tensor]) -> None:
     torch.set_rng_state(state["torch"])
     cuda = [state[f"cuda.{i}"] for i in range(len(state)) if f"cuda.{i}" in state]
     if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():

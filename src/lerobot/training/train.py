@@ -1,4 +1,4 @@
-"""The training loop: sample windows, step AdamW, log, save, evaluate in the loop.
+"""The training loop: read batches, step the optimizer, log, save, evaluate in the loop.
 
 In-loop evaluation runs exactly what `lerobot-eval` runs (`run_evaluation` with the local
 backend on fresh envs, same seeds, same `--eval.*` settings, a hung worker replaced after
@@ -10,11 +10,13 @@ context outlives an evaluation.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch._dynamo  # noqa: F401  (see below)
 
@@ -34,9 +36,14 @@ from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.normalize import Normalizer
 from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor, read_task_steps
 from lerobot.training.batches import (
-    WindowSampler,
+    EpochOrder,
+    InOrder,
+    LoaderSettings,
+    StepBatches,
+    Windows,
     compute_stats,
     dataset_features,
+    make_loader,
     rename_frames,
     use_imagenet_stats,
     window_offsets,
@@ -101,35 +108,46 @@ class TrainResult:
 def train(cfg: TrainPipelineConfig) -> TrainResult:
     """Train cfg.policy on cfg.dataset for cfg.steps steps (from the last checkpoint with --resume)."""
     torch.manual_seed(cfg.seed)
-    frames = load_episodes(dataset_root(cfg), cfg.dataset.episodes, cfg.dataset.frame_cache_dir)
-    frames = rename_frames(frames, cfg.rename_map)
-    logger.info(
-        "dataset: %d episodes, %d frames at %d fps", len(frames.episode_lengths), frames.n_frames, frames.fps
+    set_backend_flags(cfg.cudnn_deterministic)
+    frames = load_episodes(
+        dataset_root(cfg), cfg.dataset.episodes, cfg.dataset.frame_cache_dir, cfg.tolerance_s
     )
+    frames = rename_frames(frames, cfg.rename_map)
     trainee = build_trainee(cfg, frames)
+    frames, held_out = split_held_out(frames, cfg.dataset.eval_split)
+    logger.info(
+        "dataset: %d episodes, %d frames at %d fps%s",
+        len(frames.episode_lengths),
+        frames.n_frames,
+        frames.fps,
+        f"; {len(held_out.episode_lengths)} episodes held out" if held_out is not None else "",
+    )
     device = resolve_device(cfg.policy.device)
     policy = trainee.policy.to(device)
-    generator = torch.Generator().manual_seed(cfg.seed)
-    sampler = WindowSampler(frames, list(cfg.policy.input_features), *window_offsets(cfg.policy), generator)
     optimizer, scheduler = make_optimizer(cfg, policy)
-    step = resume(cfg, policy, optimizer, scheduler, generator) if cfg.resume else 0
+    done = resume(cfg, policy, optimizer, scheduler) if cfg.resume else 0
+    windows = Windows(frames, list(cfg.policy.input_features), *window_offsets(cfg.policy))
+    order = EpochOrder(frames, cfg.seed, getattr(cfg.policy, "drop_n_last_frames", 0))
+    settings = loader_settings(cfg, device)
+    loader = make_loader(windows, StepBatches(order, cfg.batch_size, done, cfg.steps), settings)
+    held_out_loss = HeldOutLoss.of(cfg, held_out, settings) if held_out is not None else None
     wandb_run = start_wandb(cfg)
-    result = TrainResult(last_step=step, last_loss=None, trainee=trainee)
+    result = TrainResult(last_step=done, last_loss=None, trainee=trainee)
     logger.info(
         "training %s (%d parameters) on %s for steps %d..%d",
         cfg.policy.type,
         n_parameters(policy),
         device,
-        step + 1,
+        done + 1,
         cfg.steps,
     )
     policy.train()
     started, samples_since = time.perf_counter(), 0
-    while step < cfg.steps:
-        step += 1
-        loss, info = trainee.loss(sampler.sample(cfg.batch_size, device))
+    for step, rows_batch in enumerate(loader, start=done + 1):
+        batch = windows.on_device(rows_batch, device)
+        loss, info = trainee.loss(batch)
         grad_norm = optimization_step(loss, policy, optimizer, scheduler, cfg.optimizer.grad_clip_norm)
-        samples_since += cfg.batch_size
+        samples_since += len(batch[ACTION])
         result.last_step, result.last_loss = step, float(loss.detach())
         if step % cfg.log_freq == 0 or step == cfg.steps:
             elapsed = time.perf_counter() - started
@@ -143,6 +161,8 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
                 float(grad_norm),
             )
             started, samples_since = time.perf_counter(), 0
+        if held_out_loss is not None and cfg.eval_steps > 0 and step % cfg.eval_steps == 0:
+            held_out_loss.log(trainee, device, step, wandb_run)
         if cfg.save_now(step):
             path = save_checkpoint(
                 cfg.output_dir,
@@ -151,7 +171,6 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
                 trainee.stats,
                 optimizer,
                 scheduler,
-                generator,
                 task_steps=trainee.task_steps,
             )
             result.checkpoints.append(path)
@@ -165,6 +184,97 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
     if wandb_run is not None:
         wandb_run.finish()
     return result
+
+
+def set_backend_flags(cudnn_deterministic: bool) -> None:
+    """LeRobot's numerics settings: cuDNN autotuning unless --cudnn_deterministic=true, and
+    TF32 matrix products on Ampere and later GPUs (no effect on the CPU)."""
+    torch.backends.cudnn.deterministic = cudnn_deterministic
+    torch.backends.cudnn.benchmark = not cudnn_deterministic
+    torch.backends.cuda.matmul.allow_tf32 = True
+
+
+def loader_settings(cfg: TrainPipelineConfig, device: torch.device) -> LoaderSettings:
+    return LoaderSettings(
+        num_workers=cfg.num_workers,
+        prefetch_factor=cfg.prefetch_factor,
+        persistent_workers=cfg.persistent_workers,
+        multiprocessing_context=cfg.dataloader_multiprocessing_context,
+        pin_memory=device.type == "cuda",
+    )
+
+
+def split_held_out(frames: EpisodeFrames, eval_split: float) -> tuple[EpisodeFrames, EpisodeFrames | None]:
+    """(training episodes, held-out episodes) as LeRobot splits them with --dataset.eval_split:
+    the last ceil(n x eval_split) of each task's n episodes are held out (an episode's task is
+    its first frame's)."""
+    if eval_split <= 0:
+        return frames, None
+    by_task: dict[int, list[int]] = {}
+    task_of_episode = (
+        frames.task_indices[frames.episode_starts]
+        if frames.task_indices is not None
+        else np.zeros(len(frames.episode_starts), dtype=np.int64)
+    )
+    for episode, task in zip(frames.episode_indices, task_of_episode, strict=True):
+        by_task.setdefault(int(task), []).append(int(episode))
+    held_out = [
+        e
+        for episodes in by_task.values()
+        for e in episodes[len(episodes) - math.ceil(len(episodes) * eval_split) :]
+    ]
+    kept = [int(e) for e in frames.episode_indices if int(e) not in set(held_out)]
+    if not kept:
+        raise ConfigError(
+            f"--dataset.eval_split={eval_split}: holds out all {len(frames.episode_indices)} episodes; "
+            "nothing is left to train on"
+        )
+    return frames.select(kept), frames.select(held_out)
+
+
+@dataclass
+class HeldOutLoss:
+    """The loss on held-out episodes (--dataset.eval_split), every --eval_steps, as LeRobot
+    computes it: the mean over consecutive batches of the held-out frames (with
+    --max_eval_samples, the first max_eval_samples / n_tasks frames of each task), without
+    gradients, in eval mode."""
+
+    windows: Windows
+    loader: torch.utils.data.DataLoader
+
+    @classmethod
+    def of(cls, cfg: TrainPipelineConfig, frames: EpisodeFrames, settings: LoaderSettings) -> HeldOutLoss:
+        windows = Windows(frames, list(cfg.policy.input_features), *window_offsets(cfg.policy))
+        rows = held_out_rows(frames, cfg.max_eval_samples)
+        return cls(windows, make_loader(windows, InOrder(rows, cfg.batch_size), settings))
+
+    def log(self, trainee: Trainee, device: torch.device, step: int, wandb_run: Any) -> float:
+        # Its own copy of the random states (diffusion noise): training goes on as without it.
+        trainee.policy.eval()
+        losses = []
+        try:
+            with torch.no_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                for rows_batch in self.loader:
+                    loss, _ = trainee.loss(self.windows.on_device(rows_batch, device))
+                    losses.append(float(loss))
+        finally:
+            trainee.policy.train()
+        value = sum(losses) / max(len(losses), 1)
+        logger.info("step %d: eval_loss=%.4f over %d held-out batches", step, value, len(losses))
+        if wandb_run is not None:
+            wandb_run.log({"eval/eval_loss": value}, step=step)
+        return value
+
+
+def held_out_rows(frames: EpisodeFrames, max_samples: int) -> np.ndarray:
+    """Every held-out row in order; with `max_samples` > 0, the first max_samples // n_tasks
+    rows of each task (at least one), task by task, as LeRobot's --max_eval_samples picks them."""
+    rows = np.arange(frames.n_frames)
+    if max_samples <= 0 or frames.task_indices is None:
+        return rows
+    tasks = np.unique(frames.task_indices)
+    per_task = max(1, max_samples // len(tasks))
+    return np.concatenate([rows[frames.task_indices == t][:per_task] for t in tasks])
 
 
 def dataset_root(cfg: TrainPipelineConfig) -> Path:
@@ -290,16 +400,14 @@ def build_optimizer(opt: OptimizerConfig, params: Any) -> torch.optim.Optimizer:
     raise ConfigError(f"--optimizer.type={opt.type}: not one this build trains with (adam, adamw, sgd)")
 
 
-def resume(
-    cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, scheduler, generator: torch.Generator
-) -> int:
+def resume(cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, scheduler) -> int:
     """Load the last checkpoint: weights, optimizer, schedule, step and the random states, so the
     run goes on drawing the batches and noise an uninterrupted run would have drawn."""
     last = Path(cfg.output_dir) / CHECKPOINTS_DIR / LAST
     if not last.exists():
         raise ConfigError(f"--resume=true: no checkpoint at {last}; start without --resume")
     load_weights(policy, last / PRETRAINED_DIR)
-    step = load_training_state(last / TRAINING_STATE_DIR, optimizer, scheduler, generator)
+    step = load_training_state(last / TRAINING_STATE_DIR, optimizer, scheduler)
     logger.info("resumed from %s at step %d", last.resolve(), step)
     return step
 

@@ -101,10 +101,15 @@ class DiffusionConfig(CheckpointPolicyConfig):
     """The learning-rate schedule, by diffusers' name (cosine, linear, constant, constant_with_warmup)."""
     scheduler_warmup_steps: int = 500
     """Linear warm-up steps of the schedule."""
+    drop_n_last_frames: int = 7
+    """Training never starts a window in an episode's last N frames (LeRobot's 7: horizon -
+    n_action_steps - n_obs_steps + 1 with the defaults), so few windows are mostly padding."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.optimizer_betas = tuple(self.optimizer_betas)
+        if self.drop_n_last_frames < 0:
+            raise ConfigError(f"--policy.drop_n_last_frames={self.drop_n_last_frames}: must be 0 or more")
         require_choice("--policy.scheduler_name", self.scheduler_name, DIFFUSER_SCHEDULES)
         require_choice("--policy.vision_backbone", self.vision_backbone, RESNETS)
         require_choice("--policy.noise_scheduler_type", self.noise_scheduler_type, SCHEDULERS)
