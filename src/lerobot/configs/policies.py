@@ -40,10 +40,33 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
     A device this machine lacks is an error before anything starts."""
     use_amp: bool = False
     """Run inference under torch autocast (mixed precision) on devices that support it."""
+    # LeRobot's hub and PEFT settings, on every policy type as in LeRobot (they are config.json
+    # keys). This build never uploads: they are kept, saved and read back, and change nothing.
+    use_peft: bool = field(default=False, metadata=facts(result_neutral=True))
+    """LeRobot's mark of a policy trained as PEFT adapters; true is refused (PEFT adapters are
+    not in this build: fine-tune the whole model with --policy.path)."""
+    push_to_hub: bool = field(default=True, metadata=facts(result_neutral=True))
+    """LeRobot uploads the trained policy to --policy.repo_id when training ends. This build
+    never uploads: lerobot-train refuses it together with a --policy.repo_id (pass
+    --policy.push_to_hub=false and `hf upload` the checkpoint); without one there is nothing
+    to push."""
+    repo_id: str | None = field(default=None, metadata=facts(result_neutral=True))
+    """The hub repo LeRobot pushes the trained policy to (see --policy.push_to_hub)."""
+    private: bool | None = field(default=None, metadata=facts(result_neutral=True))
+    """LeRobot's visibility of the pushed repo; kept in config.json, nothing is pushed."""
+    tags: list[str] | None = field(default=None, metadata=facts(result_neutral=True))
+    """LeRobot's tags of the pushed repo; kept in config.json, nothing is pushed."""
+    license: str | None = field(default=None, metadata=facts(result_neutral=True))
+    """LeRobot's license of the pushed repo; kept in config.json, nothing is pushed."""
 
     def __post_init__(self) -> None:
         if self.device is not None and not DEVICE_PATTERN.match(self.device):
             raise ConfigError(f"--policy.device={self.device!r}: unknown device; choose {DEVICE_CHOICES}")
+        if self.use_peft:
+            raise ConfigError(
+                "--policy.use_peft=true: PEFT adapters are not in this build; train and load whole "
+                "models (fine-tune one with --policy.path)"
+            )
 
     @property
     def type(self) -> str:

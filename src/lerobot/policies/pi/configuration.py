@@ -154,8 +154,6 @@ class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
     """Learning rate at the end of the cosine decay."""
     tokenizer_max_length: int = 48
     """Prompts are truncated and padded to this many tokens."""
-    push_to_hub: bool = False
-    """Accepted for LeRobot's command lines (`--policy.push_to_hub=false`); this build never uploads."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

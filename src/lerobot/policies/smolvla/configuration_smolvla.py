@@ -123,8 +123,6 @@ class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
     """Accepted for config.json compatibility; this build runs the model eagerly."""
     compile_mode: str = "max-autotune"
     """Accepted for config.json compatibility (torch.compile mode); unused here."""
-    push_to_hub: bool = False
-    """Accepted for LeRobot's command lines (`--policy.push_to_hub=false`); this build never uploads."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

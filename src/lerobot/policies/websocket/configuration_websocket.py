@@ -52,6 +52,7 @@ class WebsocketConfig(PreTrainedConfig):
     back; after this long the run stops (finished episodes stay for --eval.resume)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         missing = [m for m in ("websockets", "msgpack") if importlib.util.find_spec(m) is None]
         if missing:
             raise ConfigError(
