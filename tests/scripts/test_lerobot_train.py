@@ -1,6 +1,10 @@
 """Record expert demonstrations, train on them with in-loop evaluation, evaluate the checkpoint."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import imageio.v3 as iio
 import pyarrow.parquet as pq
@@ -12,7 +16,7 @@ from lerobot.configs.train import TrainPipelineConfig
 from lerobot.scripts import lerobot_eval, lerobot_record_sim, lerobot_train
 from lerobot.training.train import train
 from tests.policies.checkpoints import load
-from tests.training.conftest import ENV_FLAGS, TINY_ACT
+from tests.training.conftest import ENV_FLAGS, TINY_ACT, write_dataset
 
 ENV = ("--env.type=metaworld", "--env.task=reach-v3", "--env.episode_length=30", *ENV_FLAGS)
 
@@ -85,3 +89,25 @@ def test_record_train_evaluate(tmp_path):
 def test_training_without_a_dataset_root_says_which_flag(capsys):
     assert lerobot_train.main(["--policy.type=act", "--eval_freq=0"]) == 2
     assert "--dataset.root" in capsys.readouterr().err
+
+
+def test_accelerate_launch_starts_it_as_lerobots_ci_does(tmp_path):
+    """`accelerate launch --num_processes=1 $(which lerobot-train) ...` (the seeds' CI): the
+    launcher only starts the script."""
+    bin_dir = Path(sys.executable).parent
+    dataset = write_dataset(tmp_path / "dataset")
+    command = [
+        str(bin_dir / "accelerate"), "launch", "--num_processes=1", str(bin_dir / "lerobot-train"),
+        *TINY_ACT, f"--dataset.root={dataset}", f"--output_dir={tmp_path / 'out'}", "--steps=1",
+        "--batch_size=2", "--eval_freq=0", "--num_workers=0", "--policy.push_to_hub=false",
+    ]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "out/checkpoints/000001/pretrained_model/model.safetensors").is_file()
+
+
+def test_more_than_one_training_process_is_refused(monkeypatch, capsys):
+    monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun and a multi-GPU `accelerate launch` set
+    assert lerobot_train.main(["--policy.type=act"]) == 2
+    assert capsys.readouterr().err.startswith("WORLD_SIZE=2: lerobot-train trains in one process")

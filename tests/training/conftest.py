@@ -1,9 +1,12 @@
 """Tiny in-memory episodes and policy flags shared by the training tests."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from lerobot.datasets.reader import EpisodeFrames
+from lerobot.datasets.recorder import DatasetRecorder
 
 IMAGE_SIZE = 64
 # The env flags under which these episodes' features exist in Meta-World.
@@ -38,6 +41,25 @@ def make_frames(lengths=(6, 4), seed: int = 0) -> EpisodeFrames:
         episode_lengths=np.asarray(lengths, dtype=np.int64),
         episode_indices=np.arange(len(lengths)),
     )
+
+
+def write_dataset(root: Path) -> Path:
+    """make_frames' episodes written as a v3 dataset at `root` (without the env state)."""
+    frames = make_frames()
+    recorder = DatasetRecorder(root, fps=10, task="reach")
+    for episode, (start, length) in enumerate(
+        zip(frames.episode_starts, frames.episode_lengths, strict=True)
+    ):
+        for step in range(length):
+            row = start + step
+            observation = {
+                "pixels": frames.images["observation.image"][row],
+                "agent_pos": frames.vectors["observation.state"][row],
+                "environment_state": frames.vectors["observation.environment_state"][row],
+            }
+            recorder.add_step(episode, observation, frames.vectors["action"][row], step)
+        recorder.end_episode(episode, keep=True)
+    return recorder.finish()
 
 
 @pytest.fixture

@@ -13,11 +13,10 @@ import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import CliError, parse_config
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.datasets.reader import load_episodes
-from lerobot.datasets.recorder import DatasetRecorder
 from lerobot.training.batches import Windows
 from lerobot.training.train import train
 from tests.policies.checkpoints import load
-from tests.training.conftest import ENV_FLAGS, TINY_ACT, make_frames
+from tests.training.conftest import ENV_FLAGS, TINY_ACT, make_frames, write_dataset
 
 TINY_DIFFUSION = (
     "--policy.type=diffusion",
@@ -36,22 +35,7 @@ TINY_DIFFUSION = (
 
 @pytest.fixture
 def dataset(tmp_path):
-    """make_frames' episodes written as a v3 dataset (without the env state)."""
-    frames = make_frames()
-    recorder = DatasetRecorder(tmp_path / "dataset", fps=10, task="reach")
-    for episode, (start, length) in enumerate(
-        zip(frames.episode_starts, frames.episode_lengths, strict=True)
-    ):
-        for step in range(length):
-            row = start + step
-            observation = {
-                "pixels": frames.images["observation.image"][row],
-                "agent_pos": frames.vectors["observation.state"][row],
-                "environment_state": frames.vectors["observation.environment_state"][row],
-            }
-            recorder.add_step(episode, observation, frames.vectors["action"][row], step)
-        recorder.end_episode(episode, keep=True)
-    return recorder.finish()
+    return write_dataset(tmp_path / "dataset")
 
 
 def train_config(dataset, out, *flags: str) -> TrainPipelineConfig:

@@ -11,6 +11,7 @@ Checkpoints (<output_dir>/checkpoints/<step>/pretrained_model) load with
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +26,15 @@ logger = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    processes = os.environ.get("WORLD_SIZE", "1")
+    if processes != "1":
+        # `accelerate launch --num_processes=1` (LeRobot's CI) only starts this script; more
+        # processes would each train the whole run into the same output directory.
+        sys.stderr.write(
+            f"WORLD_SIZE={processes}: lerobot-train trains in one process; launch it with "
+            "--num_processes=1 (or without accelerate/torchrun)\n"
+        )
+        return USAGE_EXIT_CODE
     cfg = start_cli(TrainPipelineConfig, argv, prog="lerobot-train", description=__doc__)
     if isinstance(cfg, int):
         return cfg
