@@ -59,7 +59,7 @@ def format_help(config_class: type, args: Sequence[str], prog: str, description:
     if description:
         parts.append(description.strip())
     parts.append(
-        'Lists take [a,b], dicts JSON (\'{"a": "b"}\'), booleans true/false. A choice such as '
+        'Lists and dicts take JSON (\'[0,1]\', \'["a","b"]\', \'{"a": "b"}\'), booleans true/false. A choice such as '
         "--env.type shows only that type's flags when given, e.g. "
         f"`{prog} --env.type=metaworld --help`."
     )

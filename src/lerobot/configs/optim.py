@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import abc
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import draccus
 
-from lerobot.utils.errors import require_choice
+from lerobot.utils.errors import ConfigError, require_choice
 from lerobot.utils.schedules import cosine_decay_with_warmup
 
 
@@ -25,8 +26,11 @@ class OptimizerConfig(draccus.ChoiceRegistry, abc.ABC):
     `grad_clip_norm` before every step (0 or less: not clipped)."""
 
     lr: float
+    """Learning rate (the schedule scales it step by step)."""
     weight_decay: float
+    """Weight decay (AdamW: decoupled from the gradient)."""
     grad_clip_norm: float
+    """Clip the gradient's global norm to this before each step; 0 or less: no clipping."""
 
     @property
     def type(self) -> str:
@@ -42,7 +46,9 @@ class OptimizerConfig(draccus.ChoiceRegistry, abc.ABC):
 class AdamConfig(OptimizerConfig):
     lr: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
+    """Decay rates of the running averages of the gradient and its square."""
     eps: float = 1e-8
+    """Added to the denominator for numerical stability."""
     weight_decay: float = 0.0
     grad_clip_norm: float = 10.0
 
@@ -52,7 +58,9 @@ class AdamConfig(OptimizerConfig):
 class AdamWConfig(OptimizerConfig):
     lr: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
+    """Decay rates of the running averages of the gradient and its square."""
     eps: float = 1e-8
+    """Added to the denominator for numerical stability."""
     weight_decay: float = 1e-2
     grad_clip_norm: float = 10.0
 
@@ -62,10 +70,58 @@ class AdamWConfig(OptimizerConfig):
 class SGDConfig(OptimizerConfig):
     lr: float = 1e-3
     momentum: float = 0.0
+    """Momentum factor; 0: plain SGD."""
     dampening: float = 0.0
+    """Dampening of the momentum."""
     nesterov: bool = False
+    """Use Nesterov momentum."""
     weight_decay: float = 0.0
     grad_clip_norm: float = 10.0
+
+
+# LeRobot's optimizers for policy types this build does not have: their flags parse (so a
+# LeRobot command line gets this one-line refusal, not an unknown-flag error) and are refused.
+@OptimizerConfig.register_subclass("xvla-adamw")
+@dataclass
+class XVLAAdamWConfig(OptimizerConfig):
+    """X-VLA's AdamW (a smaller learning rate for its VLM and soft prompts); refused."""
+
+    lr: float = 1e-4
+    betas: tuple[float, float] = (0.9, 0.99)
+    """Decay rates of the running averages of the gradient and its square."""
+    eps: float = 1e-8
+    """Added to the denominator for numerical stability."""
+    weight_decay: float = 0.0
+    grad_clip_norm: float = 10.0
+    soft_prompt_lr_scale: float = 1.0
+    """Soft prompts' learning rate as a fraction of lr."""
+    soft_prompt_warmup_lr_scale: float | None = None
+    """Soft prompts' starting fraction of lr during warm-up."""
+
+    def __post_init__(self) -> None:
+        raise ConfigError(
+            "--optimizer.type=xvla-adamw: X-VLA's optimizer; X-VLA is not in this build, use "
+            "--optimizer.type=adamw"
+        )
+
+
+@OptimizerConfig.register_subclass("multi_adam")
+@dataclass
+class MultiAdamConfig(OptimizerConfig):
+    """One Adam per named parameter group (LeRobot's optimizer for actor-critic policies such as
+    SAC); refused."""
+
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    grad_clip_norm: float = 10.0
+    optimizer_groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Settings per parameter group name (lr, weight_decay, ...)."""
+
+    def __post_init__(self) -> None:
+        raise ConfigError(
+            "--optimizer.type=multi_adam: separate optimizers per network (LeRobot's, for SAC) are "
+            "not in this build; use --optimizer.type=adam or adamw"
+        )
 
 
 @dataclass
@@ -74,6 +130,7 @@ class LRSchedulerConfig(draccus.ChoiceRegistry, abc.ABC):
     step by step (the first step is step 0)."""
 
     num_warmup_steps: int | None
+    """Steps of linear warm-up from 0 to the full rate."""
 
     @property
     def type(self) -> str:
@@ -102,6 +159,7 @@ class DiffuserSchedulerConfig(LRSchedulerConfig):
     with a 500-step warm-up)."""
 
     name: str = "cosine"
+    """diffusers' schedule: cosine, linear, constant or constant_with_warmup."""
     num_warmup_steps: int | None = None
 
     def __post_init__(self) -> None:
@@ -128,8 +186,11 @@ class CosineDecayWithWarmupSchedulerConfig(LRSchedulerConfig):
 
     num_warmup_steps: int
     num_decay_steps: int
+    """Steps of the cosine decay from peak_lr to decay_lr."""
     peak_lr: float
+    """The rate after warm-up."""
     decay_lr: float
+    """The rate at the end of the decay (and after it)."""
 
     def lr_factor(self, step: int, total_steps: int) -> float:
         return cosine_decay_with_warmup(
@@ -168,7 +229,9 @@ class VQBeTSchedulerConfig(LRSchedulerConfig):
 
     num_warmup_steps: int
     num_vqvae_training_steps: int
+    """Steps at the full rate while the VQ-VAE trains, before warm-up starts."""
     num_cycles: float = 0.5
+    """Cosine periods after warm-up (0.5: one decay to 0)."""
 
     def lr_factor(self, step: int, total_steps: int) -> float:
         if step < self.num_vqvae_training_steps:

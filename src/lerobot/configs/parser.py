@@ -65,6 +65,7 @@ def parse_config(
     args = _load_plugins(list(sys.argv[1:] if argv is None else argv))
     if wants_help(args):
         raise HelpRequested(format_help(config_class, args, prog, description))
+    _check_config_file(args)
     path, revision, args = _pop_checkpoint_flags(args)
     if path is None:
         if revision is not None:
@@ -200,6 +201,22 @@ def _parse(config_class: type[T], args: list[str], defaults: Path | None, prog: 
         raise CliError(str(exc)) from None
 
 
+def _check_config_file(args: Sequence[str]) -> None:
+    """`--config_path=<file>` (draccus's, as LeRobot uses it): a JSON file of flag values that
+    the other flags override. A missing file is one line, not draccus's traceback."""
+    tokens = iter(args)
+    for arg in tokens:
+        name, sep, value = arg.partition("=")
+        if name != "--config_path":
+            continue
+        value = value if sep else next(tokens, "")
+        if not Path(value).is_file():
+            raise CliError(
+                f"--config_path={value}: no such file (a JSON file of flag values; to resume a "
+                "training run, pass --output_dir=<its directory> --resume=true with its flags)"
+            )
+
+
 def _pop_checkpoint_flags(args: Sequence[str]) -> tuple[str | None, str | None, list[str]]:
     """(--policy.path, --policy.revision, the other args); both `--flag=v` and `--flag v`."""
     values: dict[str, str] = {}
@@ -262,7 +279,7 @@ _PARSE_FAILURE = re.compile(
 _MISSING_FIELDS = re.compile(r"Missing required field\(s\) `(?P<fields>[^`]+)`")
 EXAMPLES = {
     "dict[str, str]": """'{"observation.image": "observation.images.top"}'""",
-    "list[str]": "'[a,b]'",
+    "list[str]": """'["a","b"]'""",
     "list[int]": "'[0,3]'",
 }
 
