@@ -67,11 +67,11 @@ def test_bad_shard_names_the_flag(shard):
         ({"recording_root": "x"}, r"^--eval.recording_root=x: add --eval.recording=true$"),
         (
             {"recording": True, "recording_repo_id": "me/evals"},
-            r"^--eval.recording_repo_id: this build never uploads",
+            r"^--eval.recording_repo_id=me/evals: this build never uploads",
         ),
         (
             {"recording": True, "recording_private": True},
-            r"^--eval.recording_private: this build never uploads",
+            r"^--eval.recording_private=true: this build never uploads",
         ),
         ({"recording": True, "resume": True}, r"^--eval.recording=true: a resumed run cannot record"),
     ],

@@ -133,9 +133,13 @@ class EvalConfig:
 
     def _check_recording(self) -> None:
         if self.recording_repo_id is not None or self.recording_private:
-            flag = "recording_repo_id" if self.recording_repo_id is not None else "recording_private"
+            given = (
+                f"recording_repo_id={self.recording_repo_id}"
+                if self.recording_repo_id is not None
+                else "recording_private=true"
+            )
             raise ConfigError(
-                f"--eval.{flag}: this build never uploads; recordings are written under "
+                f"--eval.{given}: this build never uploads; recordings are written under "
                 "--eval.recording_root, upload them yourself (e.g. with `hf upload`)"
             )
         if self.recording_root is not None and not self.recording:

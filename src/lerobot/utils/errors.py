@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,15 @@ class ConfigError(ValueError):
     Its message is one line naming the flag, the value and what is allowed; the CLI prints
     it as is and exits with code 2, before any simulator or worker starts.
     """
+
+
+def flag_value(value: Any) -> str:
+    """A value as it is typed on the command line: `true`, `null`, JSON for lists and dicts."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, default=str)
+    return str(value)
 
 
 def require_choice(flag: str, value: Any, choices: Sequence[Any]) -> None:
