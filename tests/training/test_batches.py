@@ -136,3 +136,18 @@ def test_selecting_episodes_keeps_their_frames(frames: EpisodeFrames):
     np.testing.assert_array_equal(
         second.camera_frames("observation.image", np.arange(4)), frames.images["observation.image"][6:]
     )
+
+
+def test_statistics_are_the_whole_datasets_even_for_some_episodes(tmp_path):
+    """LeRobot normalises with meta/stats.json, whichever episodes it trains on."""
+    from lerobot.datasets.reader import load_episodes
+    from tests.training.conftest import write_dataset
+
+    root = write_dataset(tmp_path / "dataset")
+    whole = load_episodes(root)
+    stats = compute_stats(load_episodes(root, episodes=[1]))
+    action = whole.vectors["action"].astype(np.float64)
+    torch.testing.assert_close(stats["action"]["mean"], torch.from_numpy(action.mean(0)).float())
+    torch.testing.assert_close(stats["action"]["min"], torch.tensor([0.0, 1.0, 2.0, 3.0]))
+    assert stats["observation.image"]["mean"].shape == (3, 1, 1)
+    assert set(stats["observation.state"]) >= {"mean", "std", "min", "max", "q01", "q99"}

@@ -57,6 +57,9 @@ class EpisodeFrames:
     task_indices: np.ndarray | None = None
     """(N,) each frame's task_index into `tasks`."""
     tasks: list[str] = field(default_factory=list)
+    dataset_stats: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    """meta/stats.json: the whole dataset's statistics per feature, which LeRobot normalises
+    with even when it trains on some of the episodes; empty when the dataset has none."""
 
     @property
     def fps(self) -> int:
@@ -195,7 +198,19 @@ def load_episodes(
         image_rows=index if images else None,
         task_indices=columns["task_index"],
         tasks=read_tasks(root),
+        dataset_stats=read_dataset_stats(root),
     )
+
+
+def read_dataset_stats(root: Path) -> dict[str, dict[str, np.ndarray]]:
+    """meta/stats.json as arrays (float32, stored shapes: (D,) vectors, (3, 1, 1) cameras)."""
+    path = Path(root) / layout.STATS_PATH
+    if not path.is_file():
+        return {}
+    return {
+        key: {name: np.asarray(value, dtype=np.float32) for name, value in per_feature.items()}
+        for key, per_feature in json.loads(path.read_text()).items()
+    }
 
 
 def _camera_keys(info: dict[str, Any]) -> list[str]:

@@ -49,6 +49,7 @@ def rename_frames(frames: EpisodeFrames, rename_map: Mapping[str, str]) -> Episo
         frames,
         vectors={rename_map.get(k, k): v for k, v in frames.vectors.items()},
         images={rename_map.get(k, k): v for k, v in frames.images.items()},
+        dataset_stats={rename_map.get(k, k): v for k, v in frames.dataset_stats.items()},
     )
 
 
@@ -235,18 +236,33 @@ def make_loader(
 
 
 def compute_stats(frames: EpisodeFrames, max_image_frames: int = 500) -> dict[str, dict[str, Tensor]]:
-    """Normalisation statistics of the training episodes: per dimension for vectors (with the
-    quantiles π0.5 normalises by, averaged over episodes as LeRobot's dataset statistics are),
-    per channel (shape (3, 1, 1)) for images in [0, 1] from at most `max_image_frames` frames."""
+    """Normalisation statistics, as LeRobot takes them: the dataset's own (meta/stats.json, all
+    its episodes) where it has them; otherwise from the loaded episodes: per dimension for
+    vectors (with the quantiles π0.5 normalises by, averaged over episodes as LeRobot's dataset
+    statistics are), per channel (shape (3, 1, 1)) for images in [0, 1] from at most
+    `max_image_frames` frames."""
     stats: dict[str, dict[str, Tensor]] = {}
     for key, values in frames.vectors.items():
-        v = torch.from_numpy(values).double()
-        stats[key] = _summary(v, dim=0) | _episode_quantiles(frames, values)
+        stats[key] = _stored(frames, key, values.shape[1:])
+        if not stats[key]:
+            v = torch.from_numpy(values).double()
+            stats[key] = _summary(v, dim=0) | _episode_quantiles(frames, values)
     for key in frames.images:
-        rows = np.arange(0, frames.n_frames, max(1, frames.n_frames // max_image_frames))
-        pixels = torch.from_numpy(frames.camera_frames(key, rows)).double().div(255.0).reshape(-1, 3)
-        stats[key] = {name: t.reshape(3, 1, 1) for name, t in _summary(pixels, dim=0).items()}
+        stats[key] = _stored(frames, key, (3, 1, 1))
+        if not stats[key]:
+            rows = np.arange(0, frames.n_frames, max(1, frames.n_frames // max_image_frames))
+            pixels = torch.from_numpy(frames.camera_frames(key, rows)).double().div(255.0).reshape(-1, 3)
+            stats[key] = {name: t.reshape(3, 1, 1) for name, t in _summary(pixels, dim=0).items()}
     return stats
+
+
+def _stored(frames: EpisodeFrames, key: str, shape: tuple[int, ...]) -> dict[str, Tensor]:
+    """The dataset's statistics of `key` (all but the count), or none when it lacks any of
+    mean, std, min and max."""
+    stored = frames.dataset_stats.get(key, {})
+    if not {"mean", "std", "min", "max"} <= stored.keys():
+        return {}
+    return {name: torch.from_numpy(v).reshape(shape) for name, v in stored.items() if name != "count"}
 
 
 def _episode_quantiles(frames: EpisodeFrames, values: np.ndarray) -> dict[str, Tensor]:
