@@ -25,6 +25,7 @@ checks that each one is accepted here with LeRobot's meaning and default, or ref
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.metadata
 import json
 import types
@@ -33,11 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import draccus
-
-from lerobot.configs.policies import PreTrainedConfig
-from lerobot.configs.rewards import RewardModelConfig
-from lerobot.configs.train import TrainPipelineConfig
-from lerobot.optim import LRSchedulerConfig, OptimizerConfig
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "lerobot_0_6_1_train_flags.json"
 REGISTRY_FIELDS = ("policy", "env", "reward_model")
@@ -96,23 +92,29 @@ def choices_of(registry: type) -> dict[str, dict[str, Any]]:
     }
 
 
-def main() -> None:
-    import lerobot.optim.optimizers  # noqa: F401  (registers the optimizer types)
-    import lerobot.optim.schedulers  # noqa: F401  (registers the scheduler types)
-    import lerobot.rewards  # noqa: F401  (registers the reward model types)
+def reference(module: str, name: str) -> Any:
+    """A name of LeRobot's package (this script runs in LeRobot's environment, not ours)."""
+    return getattr(importlib.import_module(module), name)
 
-    flags = flags_of(TrainPipelineConfig)
-    base = {f.name: f for f in dataclasses.fields(PreTrainedConfig) if f.init}
-    flags.update({f"policy.{name}": default_of(field) for name, field in base.items()})
-    flags.update({f"{name}.path": PATH for name in TrainPipelineConfig.__get_path_fields__()})
+
+def main() -> None:
+    for registering in ("lerobot.optim.optimizers", "lerobot.optim.schedulers", "lerobot.rewards"):
+        importlib.import_module(registering)  # the optimizer, scheduler and reward model types
+    train_config = reference("lerobot.configs.train", "TrainPipelineConfig")
+    flags = flags_of(train_config)
+    base = {f.name: f for f in dataclasses.fields(reference("lerobot.configs.policies", "PreTrainedConfig"))}
+    flags.update({f"policy.{name}": default_of(field) for name, field in base.items() if field.init})
+    flags.update({f"{name}.path": PATH for name in train_config.__get_path_fields__()})
     document = {
         "lerobot_version": importlib.metadata.version("lerobot"),
         "flags": dict(sorted(flags.items())),
         "choices": {
-            "optimizer.type": choices_of(OptimizerConfig),
-            "scheduler.type": choices_of(LRSchedulerConfig),
+            "optimizer.type": choices_of(reference("lerobot.optim", "OptimizerConfig")),
+            "scheduler.type": choices_of(reference("lerobot.optim", "LRSchedulerConfig")),
         },
-        "reward_model_types": sorted(RewardModelConfig.get_known_choices()),
+        "reward_model_types": sorted(
+            reference("lerobot.configs.rewards", "RewardModelConfig").get_known_choices()
+        ),
     }
     OUT.write_text(json.dumps(document, indent=1) + "\n")
     print(f"wrote {len(flags)} flags to {OUT}")

@@ -300,6 +300,12 @@ def test_a_refused_flag_is_one_line_naming_it(flag, base):
     assert why in message
 
 
+@pytest.mark.parametrize("reward_type", FIXTURE["reward_model_types"])
+def test_every_reward_model_type_of_lerobot_is_refused_in_one_line(reward_type, base):
+    with pytest.raises(CliError, match=rf"^--reward_model.type={reward_type}: reward-model training is not"):
+        parse(base, "reward_model", reward_type)
+
+
 @pytest.mark.parametrize(("flag", "value", "needs"), REFUSED_VALUES, ids=[f for f, _, _ in REFUSED_VALUES])
 def test_a_refused_value_is_one_line_naming_the_flag(flag, value, needs, base):
     with pytest.raises(CliError) as error:
