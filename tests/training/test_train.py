@@ -167,3 +167,36 @@ def test_held_out_split_and_sample_cap_follow_lerobot():
     assert held_out_rows(held_out, 3).tolist() == [0, 7]
     with pytest.raises(Exception, match="--dataset.eval_split=0.9: holds out all 2 episodes"):
         split_held_out(make_frames((3, 4)), 0.9)
+
+
+def test_an_offline_wandb_run_is_logged_locally_and_continued_on_resume(tmp_path, dataset, monkeypatch):
+    pytest.importorskip("wandb", reason="wandb comes with the libero extra")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "run"
+    flags = (
+        *TINY_ACT,
+        "--steps=2",
+        "--save_freq=1",
+        "--wandb.enable=true",
+        "--wandb.mode=offline",
+        "--wandb.notes=first try",
+    )
+    train(train_config(dataset, out, *flags))
+    first = (out / "wandb/latest-run").resolve()
+    assert first.name.startswith("offline-run-") and any(first.glob("*.wandb"))
+
+    train(train_config(dataset, out, *flags[:-1], "--steps=3", "--resume=true"))
+    # The resumed training logs into the same run (same id), as LeRobot's resume does.
+    assert (out / "wandb/latest-run").resolve().name.rsplit("-", 1)[-1] == first.name.rsplit("-", 1)[-1]
+
+
+def test_lerobots_resume_command_continues_from_the_checkpoints_train_config(tmp_path, dataset):
+    """LeRobot resumes with `--config_path=<checkpoint>/pretrained_model/train_config.json
+    --resume=true`: the run's own flags come from that file."""
+    out = tmp_path / "run"
+    train(train_config(dataset, out, *TINY_ACT, "--steps=2", "--save_freq=1"))
+    saved = out / "checkpoints/last/pretrained_model/train_config.json"
+
+    cfg = parse_config(TrainPipelineConfig, [f"--config_path={saved}", "--resume=true", "--steps=3"])
+    assert (cfg.output_dir, cfg.policy.dim_model, cfg.batch_size) == (out, 16, 4)
+    assert train(cfg).last_step == 3

@@ -1,7 +1,8 @@
 """Save what `lerobot-eval --policy.path` loads, and what `--resume=true` continues from.
 
     checkpoints/<step:06d>/pretrained_model/   config.json, model.safetensors,
-                                               policy_{pre,post}processor.json + statistics
+                                               policy_{pre,post}processor.json + statistics,
+                                               train_config.json (the run's flags)
     checkpoints/<step:06d>/training_state/     training_step.json, optimizer_state.safetensors,
                                                optimizer_param_groups.json, scheduler_state.json,
                                                rng_state.safetensors (torch, CUDA)
@@ -38,6 +39,7 @@ TRAINING_STATE_DIR = "training_state"
 PREPROCESSOR_STATS = "policy_preprocessor_step_3_normalizer_processor.safetensors"
 POSTPROCESSOR_STATS = "policy_postprocessor_step_0_unnormalizer_processor.safetensors"
 RNG_STATE_FILE = "rng_state.safetensors"
+TRAIN_CONFIG_FILE = "train_config.json"
 
 
 def checkpoint_dir(output_dir: Path, step: int) -> Path:
@@ -52,11 +54,16 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     task_steps: Sequence[Any] = (),
+    train_config: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write checkpoint `step` and point `last` at it; returns its pretrained_model dir."""
+    """Write checkpoint `step` and point `last` at it; returns its pretrained_model dir. The
+    run's flags go to pretrained_model/train_config.json, where LeRobot keeps them:
+    `--config_path=<it> --resume=true` continues the run."""
     directory = checkpoint_dir(output_dir, step)
     pretrained = directory / PRETRAINED_DIR
     save_pretrained(policy, stats, pretrained, task_steps)
+    if train_config is not None:
+        (pretrained / TRAIN_CONFIG_FILE).write_text(json.dumps(train_config, indent=4))
     save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler)
     last = directory.parent / LAST
     tmp = directory.parent / f".{LAST}.tmp"

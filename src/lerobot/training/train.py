@@ -172,6 +172,7 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
                 optimizer,
                 scheduler,
                 task_steps=trainee.task_steps,
+                train_config=encode_config(cfg),
             )
             result.checkpoints.append(path)
             logger.info("step %d: checkpoint saved to %s", step, path)
@@ -283,7 +284,7 @@ def dataset_root(cfg: TrainPipelineConfig) -> Path:
         return cfg.dataset.root
     from lerobot.datasets.hub import resolve_dataset_repo
 
-    return resolve_dataset_repo(cfg.dataset.repo_id)
+    return resolve_dataset_repo(cfg.dataset.repo_id, cfg.dataset.revision)
 
 
 def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
@@ -475,15 +476,47 @@ def log_step(
 
 
 def start_wandb(cfg: TrainPipelineConfig) -> Any:
+    """A Weights & Biases run with LeRobot's settings (entity, notes, run id, tags, the whole
+    config), kept in a local folder under --output_dir (offline: this build never uploads).
+    --resume=true continues --wandb.run_id, else the run the output directory last held."""
     if not cfg.wandb.enable:
         return None
     try:
         import wandb
     except ImportError:
         raise ConfigError("--wandb.enable=true: wandb is not installed; pip install wandb") from None
+    run_id = cfg.wandb.run_id or (previous_wandb_run(cfg.output_dir) if cfg.resume else None)
     return wandb.init(
-        project=cfg.wandb.project, mode=cfg.wandb.mode, name=cfg.job_name, dir=str(cfg.output_dir)
+        id=run_id,
+        project=cfg.wandb.project,
+        entity=cfg.wandb.entity,
+        name=cfg.job_name,
+        notes=cfg.wandb.notes,
+        tags=wandb_tags(cfg) if cfg.wandb.add_tags else None,
+        dir=str(cfg.output_dir),
+        config=encode_config(cfg),
+        job_type="train_eval",
+        mode=cfg.wandb.mode,
+        resume="must" if run_id is not None else None,
     )
+
+
+def wandb_tags(cfg: TrainPipelineConfig) -> list[str]:
+    """What LeRobot tags a run with: policy, seed, dataset, env (W&B takes 64 characters)."""
+    tags = [f"policy:{cfg.policy.type}", f"seed:{cfg.seed}"]
+    if cfg.dataset.repo_id is not None:
+        tags.append(f"dataset:{cfg.dataset.repo_id}")
+    if cfg.env is not None:
+        tags.append(f"env:{cfg.env.type}")
+    return [tag[:64] for tag in tags]
+
+
+def previous_wandb_run(output_dir: Path) -> str | None:
+    """The id of the run <output_dir>/wandb/latest-run holds (run-<date>-<id>), if any."""
+    latest = Path(output_dir) / "wandb" / "latest-run"
+    if not latest.exists():
+        return None
+    return latest.resolve().name.rsplit("-", 1)[-1]
 
 
 def n_parameters(policy: torch.nn.Module) -> int:
