@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: install test test-fast test-docker docker-local lint format lock eval-demo
+.PHONY: install test test-fast test-docker docker-local lint format lock eval-demo lerobot-ref
 
 # uv comes from pip when it is not on PATH yet; an existing .venv is kept and updated (uv
 # refuses to create one over it). The lock is used as constraints.
@@ -12,6 +12,11 @@ install:
 	@test -x $(VENV)/bin/python || uv venv $(VENV)
 	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,libero,pusht,aloha,ray,remote,test,dev,smolvla,pi]"
 	uv pip install -p $(VENV)/bin/python --no-deps -r requirements/openpi-client.txt
+
+# LeRobot 0.6.1 itself in .venv-lerobot-ref (Python 3.12): the tests of the LeRobot bridge and
+# of fidelity with LeRobot find it there and are skipped, saying so, without it.
+lerobot-ref:
+	scripts/make_lerobot_ref.sh .venv-lerobot-ref
 
 # All tests, the slow simulator ones included (as CI runs them).
 test:

@@ -289,8 +289,11 @@ def parser_args(command: DocumentedCommand) -> tuple[list[str], list[str]]:
 
 
 def checkable_with_stand_in(flag: str) -> bool:
-    """False for --policy.path and for policy flags that depend on the checkpoint's type."""
+    """False for --policy.path, for policy flags that depend on the checkpoint's type, and for
+    `--policy.type=lerobot_bridge`, which needs LeRobot's own Python to check."""
     name = flag.partition("=")[0]
+    if flag == "--policy.type=lerobot_bridge":
+        return False
     if not name.startswith("--policy."):
         return True
     common = {field.name for field in dataclasses.fields(PreTrainedConfig)} | {"type"}

@@ -1,34 +1,25 @@
 """A checkpoint our `save_pretrained` writes loads in LeRobot 0.6.1 itself, and acts the same.
 
-Needs a scratch environment with LeRobot 0.6.1 installed (never a dependency of this project):
-
-    uv venv -p 3.12 /tmp/lerobot-ref
-    uv pip install -p /tmp/lerobot-ref/bin/python -c <(echo mujoco==3.3.0) "lerobot[metaworld,diffusion]==0.6.1"
-    LEROBOT_0_6_1_PYTHON=/tmp/lerobot-ref/bin/python pytest tests/policies/test_lerobot_loads_ours.py
-
-Without it the test is skipped, saying so; the config.json our save writes is checked against
+Needs LeRobot 0.6.1's scratch environment (never a dependency of this project): `make
+lerobot-ref` builds it, tests/lerobot_ref.py finds it. Without it the test is skipped, saying so; the config.json our save writes is checked against
 LeRobot's field lists without it (test_pretrained.py).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
 from lerobot.policies.factory import get_policy_class
+from tests.lerobot_ref import NO_LEROBOT_REASON, lerobot_ref_python
 from tests.policies.checkpoints import expected, load, raw_step
 
-LEROBOT_PYTHON = os.environ.get("LEROBOT_0_6_1_PYTHON", "")
-pytestmark = pytest.mark.skipif(
-    not Path(LEROBOT_PYTHON).is_file(),
-    reason="set LEROBOT_0_6_1_PYTHON to a Python with lerobot==0.6.1 installed (see this file's docstring)",
-)
+LEROBOT_PYTHON = lerobot_ref_python() or ""
+pytestmark = pytest.mark.skipif(not LEROBOT_PYTHON, reason=NO_LEROBOT_REASON)
 
 LEROBOT_SIDE = textwrap.dedent(
     """

@@ -114,6 +114,14 @@ def read_policy_config(
     return draccus.decode(config_class, fields)
 
 
+def read_any_policy_type(directory: Path, flag: str) -> str:
+    """The `type` of a checkpoint's config.json, of any LeRobot policy type (the bridge runs
+    types this build lacks), after checking that its weights are safetensors."""
+    policy_type = _read_config_json(directory, flag)["type"]
+    check_weights_file(directory, flag)
+    return str(policy_type)
+
+
 def _registered(policy_type: Any) -> bool:
     return isinstance(policy_type, str) and policy_type in PreTrainedConfig.get_known_choices()
 
@@ -142,7 +150,8 @@ def check_policy_type(policy_type: Any, flag: str) -> None:
     status = "is not yet supported" if policy_type in later else "is unknown"
     raise CheckpointError(
         f"--policy.path={flag}: policy type {policy_type!r} {status}; this build loads "
-        f"{', '.join(supported)} (not yet: {', '.join(later)})"
+        f"{', '.join(supported)} (not yet: {', '.join(later)}); any LeRobot type runs through "
+        "LeRobot itself with --policy.type=lerobot_bridge --policy.python=<its Python>"
     )
 
 

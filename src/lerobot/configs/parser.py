@@ -243,6 +243,8 @@ def _checkpoint_defaults(
     from lerobot.configs.policies import PreTrainedConfig
 
     directory = resolve_checkpoint(path, revision)
+    if BRIDGE_TYPE_FLAG in args:
+        return _bridge_defaults(directory, path, revision, args, tmp)
     saved = read_checkpoint_config(directory, path)
     policy_type = saved["type"]
     for arg in args:
@@ -256,6 +258,27 @@ def _checkpoint_defaults(
     defaults = tmp / "policy_defaults.json"
     defaults.write_text(json.dumps({"policy": fields}))
     return defaults, [a for a in args if a.partition("=")[0] != "--policy.type"]
+
+
+BRIDGE_TYPE_FLAG = "--policy.type=lerobot_bridge"
+
+
+def _bridge_defaults(
+    directory: Path, path: str, revision: str | None, args: list[str], tmp: Path
+) -> tuple[Path, list[str]]:
+    """`--policy.type=lerobot_bridge --policy.path=X`: LeRobot loads X in the bridge's child,
+    so its config.json is only checked for a type here, whatever that type is."""
+    from lerobot.configs.checkpoint import read_any_policy_type
+
+    fields = {
+        "type": "lerobot_bridge",
+        "pretrained_path": str(directory),
+        "pretrained_revision": revision,
+        "checkpoint_type": read_any_policy_type(directory, path),
+    }
+    defaults = tmp / "policy_defaults.json"
+    defaults.write_text(json.dumps({"policy": fields}))
+    return defaults, [a for a in args if a != BRIDGE_TYPE_FLAG]
 
 
 def _find_config_error(exc: BaseException) -> ConfigError | None:

@@ -10,6 +10,7 @@ from lerobot.policies import (  # noqa: F401  (register --policy.type values)
     act,
     aloha_scripted,
     diffusion,
+    lerobot_bridge,
     metaworld_expert,
     pi0,
     pi05,
