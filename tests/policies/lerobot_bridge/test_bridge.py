@@ -24,6 +24,7 @@ from lerobot.policies.lerobot_bridge import child
 from lerobot.scripts.lerobot_eval import main as lerobot_eval
 from lerobot.utils.errors import ConfigError, HarnessError
 from tests.policies.checkpoints import ENV_FLAGS, Loaded, expected, load, raw_step
+from tests.remote import running_server
 
 TOLERANCE = {"atol": 1e-5, "rtol": 0}
 ACT_STEPS = 7  # the ACT fixture's n_action_steps=5: a second chunk at step 5
@@ -326,3 +327,49 @@ def test_a_policy_type_this_build_lacks_evaluates_through_the_bridge(lerobot_pyt
     assert all(o[4] == 24 for o in outcomes)  # every episode ran to its end, none failed
     info = json.loads((out / "eval_info.json").read_text())
     assert info["provenance"]["config"]["policy"]["checkpoint_type"] == "vqbet"
+
+
+@pytest.mark.slow
+def test_a_bridged_policy_serves_evaluators(checkpoints, lerobot_python, tmp_path):
+    """lerobot-serve-policy's server moves rows between batches: their state stays in the child."""
+    served, direct = tmp_path / "served", tmp_path / "direct"
+    bridged = load_bridged(checkpoints["act"], lerobot_python)
+    try:
+        with running_server(bridged.policy) as server:
+            websocket = ["--policy.type=websocket", f"--policy.port={server.port}"]
+            assert lerobot_eval([*EVAL_FLAGS, *websocket, f"--output_dir={served}"]) == 0
+    finally:
+        bridged.policy.close()
+    bridge_flags = ["--policy.type=lerobot_bridge", f"--policy.python={lerobot_python}"]
+    assert (
+        lerobot_eval(
+            [*EVAL_FLAGS, f"--policy.path={checkpoints['act']}", *bridge_flags, f"--output_dir={direct}"]
+        )
+        == 0
+    )
+    theirs, ours = episode_outcomes(served), episode_outcomes(direct)
+    assert [o[:3] + o[4:] for o in theirs] == [o[:3] + o[4:] for o in ours]
+    np.testing.assert_allclose([o[3] for o in theirs], [o[3] for o in ours], rtol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")
+def test_each_ray_worker_runs_its_own_child(checkpoints, lerobot_python, tmp_path):
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+    bridge_flags = [
+        f"--policy.path={checkpoints['act']}",
+        "--policy.type=lerobot_bridge",
+        f"--policy.python={lerobot_python}",
+    ]
+    on_ray, local = tmp_path / "ray", tmp_path / "local"
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    try:
+        ray_flags = [f for f in EVAL_FLAGS if not f.startswith("--eval.batch_size")]
+        ray_flags += ["--eval.backend=ray", "--eval.num_workers=2", "--eval.envs_per_worker=1"]
+        assert lerobot_eval([*ray_flags, *bridge_flags, f"--output_dir={on_ray}"]) == 0
+    finally:
+        ray.shutdown()
+    assert lerobot_eval([*EVAL_FLAGS, *bridge_flags, f"--output_dir={local}"]) == 0
+    theirs, ours = episode_outcomes(on_ray), episode_outcomes(local)
+    assert [o[:3] + o[4:] for o in theirs] == [o[:3] + o[4:] for o in ours]
+    np.testing.assert_allclose([o[3] for o in theirs], [o[3] for o in ours], rtol=1e-4)

@@ -178,6 +178,8 @@ class Bridge:
         self.row_policies: dict[int, Any] = {}
         self.row_rng: dict[int, tuple] = {}
         self.shared = {id(t): t for t in (*self.policy.parameters(), *self.policy.buffers())}
+        self.parked: dict[int, tuple] = {}  # row states set aside by `save`, by handle
+        self.next_handle = 0
 
     def hello(self) -> dict[str, Any]:
         import torch
@@ -213,6 +215,37 @@ class Bridge:
         queued = [len(self.queues.get(row, ())) for row in range(n_rows)] if self.batched else None
         action_array = actions.detach().to("cpu", self.torch.float32).numpy()
         return {"op": "actions", "queued": queued}, {ACTION_KEY: action_array}
+
+    def save(self, header: dict[str, Any]) -> tuple[dict, dict]:
+        """Set the state of `rows` aside (a policy server moves rows between batches); one
+        handle per row, and how many actions each has queued."""
+        handles, queued = [], []
+        for row in header["rows"]:
+            state = (
+                self.queues.pop(row, deque()),
+                self.row_policies.pop(row, None),
+                self.row_rng.pop(row, None),
+            )
+            self.parked[self.next_handle] = state
+            handles.append(self.next_handle)
+            queued.append(len(state[0]))
+            self.next_handle += 1
+        return {"op": "saved", "handles": handles, "queued": queued if self.batched else None}, {}
+
+    def restore(self, header: dict[str, Any]) -> tuple[dict, dict]:
+        """The next batch is len(handles) rows, row i continuing from its saved state (None:
+        a fresh row); handles in `dropped` belong to rows that will never come back."""
+        self.queues, self.row_policies, self.row_rng = {}, {}, {}
+        for handle in header.get("dropped", []):
+            self.parked.pop(handle, None)
+        for row, handle in enumerate(header["handles"]):
+            if handle is None:
+                continue
+            queue, row_policy, rng = self.parked.pop(handle)
+            self.queues[row] = queue
+            if row_policy is not None:
+                self.row_policies[row], self.row_rng[row] = row_policy, rng
+        return {"op": "restored"}, {}
 
     def reset_row(self, row: int, seed: int | None) -> None:
         torch = self.torch
@@ -319,9 +352,12 @@ def serve(settings: dict[str, Any], read_exact: Callable[[int], bytes], out: Bin
         if header.get("op") == "close":
             return 0
         try:
-            if header.get("op") != "act":
+            handler = {"act": bridge.act, "save": bridge.save, "restore": bridge.restore}.get(
+                header.get("op")
+            )
+            if handler is None:
                 raise RuntimeError(f"unknown request {header.get('op')!r}")
-            send(*bridge.act(header, arrays))
+            send(*handler(header, arrays) if handler == bridge.act else handler(header))
         except Exception as exc:  # the policy's failure, reported for its rows
             traceback.print_exc()
             send({"op": "error", "message": one_line(exc)})

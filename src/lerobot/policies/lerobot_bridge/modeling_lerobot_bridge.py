@@ -11,7 +11,9 @@ re-run from their seeds on a fresh child.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,15 @@ from lerobot.utils.constants import TASK
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SavedRow:
+    """A row's state, kept in the child under `handle`; `queued`: its queued actions (None:
+    a policy that reads every observation)."""
+
+    handle: int
+    queued: int | None
 
 
 class LeRobotBridgePolicy(PreTrainedPolicy):
@@ -70,6 +81,7 @@ class LeRobotBridgePolicy(PreTrainedPolicy):
         self._child: ChildProcess | None = None
         self._queued: list[int] | None = None
         self._resets: dict[int, int | None] = {}
+        self._dropped: list[int] = []
         self.hello = self._start()
 
     def __deepcopy__(self, memo: dict) -> LeRobotBridgePolicy:
@@ -105,6 +117,24 @@ class LeRobotBridgePolicy(PreTrainedPolicy):
         if self._queued is None or len(self._queued) != n_rows:
             return list(range(n_rows))
         return [row for row in range(n_rows) if self._queued[row] == 0 or row in self._resets]
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        """The rows' states stay in the child, set aside under handles (a policy server
+        moves rows between batches); a handle whose row never comes back is dropped there."""
+        reply, _ = self._request({"op": "save", "rows": [int(row) for row in rows]})
+        queued = reply["queued"] if reply["queued"] is not None else [None] * len(reply["handles"])
+        saved = [SavedRow(handle, count) for handle, count in zip(reply["handles"], queued, strict=True)]
+        for row in saved:
+            weakref.finalize(row, self._dropped.append, row.handle)
+        return saved
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        handles = [state.handle if state is not None else None for state in states]
+        dropped, self._dropped[:] = [h for h in self._dropped if h not in handles], []
+        self._request({"op": "restore", "handles": handles, "dropped": dropped})
+        self._resets = {}
+        counts = [state.queued if state is not None else 0 for state in states]
+        self._queued = None if any(count is None for count in counts) else counts
 
     def close(self) -> None:
         if self._child is not None:
@@ -154,19 +184,26 @@ class LeRobotBridgePolicy(PreTrainedPolicy):
             "resets": [[row, seed] for row, seed in sorted(self._resets.items())],
             "task": task,
         }
+        reply, reply_arrays = self._request(header, arrays)
+        self._resets = {}
+        self._queued = reply.get("queued")
+        return torch.from_numpy(np.array(reply_arrays["action"], dtype=np.float32))
+
+    def _request(
+        self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The child's answer; its failures as the rollout's errors: LeRobot raising is the
+        policy's failure, a child gone is ours (a fresh one starts on the next request)."""
         if self._child is None:
             self._restart()
         try:
-            reply, reply_arrays = self._child.request(header, arrays)
+            return self._child.request(header, arrays or {})
         except ChildFailedError as exc:
             raise PolicyError(f"LeRobot's {self.hello['policy_type']} policy failed: {exc}", None) from None
         except ChildGoneError as exc:
             self._child.close()
             self._child = None
             raise HarnessError(f"{python_flag(self.config.python)}: {exc}", None) from None
-        self._resets = {}
-        self._queued = reply.get("queued")
-        return torch.from_numpy(np.array(reply_arrays["action"], dtype=np.float32))
 
     def _restart(self) -> None:
         """A fresh child after one died: every row starts over (its episode re-runs)."""
