@@ -1,6 +1,6 @@
 """Training throughput: samples/s of our `lerobot-train` against LeRobot 0.6.1's on one dataset.
 
-    .venv/bin/python benchmarks/train_throughput.py --lerobot-python /tmp/lerobot-ref/bin/python
+    .venv/bin/python benchmarks/train_throughput.py --lerobot-python .venv-lerobot-ref/bin/python
     .venv/bin/python benchmarks/train_throughput.py --dataset data/reach --policies act --workers 0 4
 
 Both programs train the same policy type on the same dataset with the same flags (batch size,

@@ -4,11 +4,13 @@ The simulator tests run real LIBERO at 64 x 64 for a few steps: software renderi
 about four steps a second, and building a task's simulator takes several seconds.
 """
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
@@ -23,6 +25,7 @@ from lerobot.envs.libero.tasks import SUITE_EPISODE_LENGTHS, load_suites
 from lerobot.envs.utils import preprocess_observation
 from lerobot.policies.random.modeling_random import RandomPolicy
 from lerobot.processor.env_processor import LiberoProcessorStep
+from lerobot.processor.observation import observation_to_batch
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
 
@@ -98,7 +101,7 @@ def test_defaults_follow_lerobot():
         "observation.state",
         "action",
     ]
-    assert cfg.policy_features()["observation.images.image"].shape == (3, 256, 256)
+    assert cfg.policy_features()["observation.images.image"].shape == (3, 360, 360)  # LeRobot's size
     assert cfg.policy_features()["observation.state"].shape == (8,)
     assert cfg.policy_features()["action"].shape == (7,)
 
@@ -226,6 +229,51 @@ def test_observation_is_upright_images_and_eight_d_state():
 
 
 # --- real simulator ---------------------------------------------------------------------
+LEROBOT_LIBERO = Path(__file__).parents[1] / "fixtures" / "envs" / "libero_lerobot.json"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", ["360", "256"])
+def test_images_and_state_are_lerobots_bit_for_bit(size):
+    """LeRobot 0.6.1's own env and LIBERO processor step (scripts/make_libero_fixture.py), the
+    same task, seed and actions: the same camera pixels and state, at LeRobot's default size
+    (360) and at its datasets' (256)."""
+    recorded = json.loads(LEROBOT_LIBERO.read_text())
+    cfg = LiberoEnvConfig(
+        task=recorded["suite"],
+        task_ids=[recorded["task_id"]],
+        observation_height=int(size),
+        observation_width=int(size),
+    )
+    (task,) = [t for group in cfg.task_groups().values() for t in group]
+    env = LiberoEnv(**cfg.env_kwargs(task))
+    try:
+        observation, _ = env.reset(seed=recorded["seed"], options={"episode_index": 0})
+        views = [policy_view(observation)]
+        for action in recorded["actions"]:
+            observation, *_ = env.step(np.asarray(action, dtype=np.float32))
+            views.append(policy_view(observation))
+    finally:
+        env.close()
+    expected = recorded["sizes"][size]
+    assert [v["images"] for v in views] == [e["images"] for e in expected]
+    np.testing.assert_allclose([v["state"] for v in views], [e["state"] for e in expected], rtol=0, atol=1e-6)
+
+
+def policy_view(observation: dict) -> dict:
+    """What the policy reads, as the fixture stores it: image digests and the state."""
+    one_row = {
+        "pixels": {k: v[None] for k, v in observation["pixels"].items()},
+        "agent_pos": observation["agent_pos"][None],
+    }
+    batch = observation_to_batch(one_row)  # as the rollout builds the policy's batch
+    images = {}
+    for key in sorted(k for k in batch if k.startswith("observation.images.")):
+        pixels = (batch[key][0] * 255).round().to(torch.uint8).contiguous().numpy()
+        images[key] = hashlib.sha256(pixels.tobytes()).hexdigest()
+    return {"images": images, "state": batch["observation.state"][0].tolist()}
+
+
 def run_cli(tmp_path, *flags: str) -> dict:
     out = tmp_path / "out"
     assert main([*flags, f"--output_dir={out}"]) == 0

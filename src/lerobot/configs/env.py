@@ -85,6 +85,8 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     disable_env_checker: bool = True
     """LeRobot's flag: skip gymnasium's env checker when an env is built with gym.make (envs
     named by a gym id); the built-in benchmarks never run it."""
+    render_mode: str = "rgb_array"
+    """LeRobot's flag; `rgb_array` (offscreen images) is the one mode here."""
 
     worker_preload: ClassVar[tuple[str, ...]] = ()
     """Modules that worker processes should have imported before they start (simulator
@@ -97,6 +99,10 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         """Checks every benchmark shares; a subclass's own `__post_init__` calls it first."""
         if self.fps <= 0:
             raise ConfigError(f"--env.fps={self.fps}: must be a positive frame rate")
+        if self.render_mode != "rgb_array":
+            raise ConfigError(
+                f"--env.render_mode={self.render_mode!r}: must be rgb_array (offscreen rendering)"
+            )
 
     @property
     def type(self) -> str:

@@ -78,10 +78,12 @@ class LiberoEnvConfig(EnvConfig):
     """Cameras to render: `[agentview_image,robot0_eye_in_hand_image]` (LeRobot's comma form works too)."""
     camera_name_mapping: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CAMERA_KEYS))
     """Camera -> policy key: `agentview_image` becomes `observation.images.image` by default."""
-    observation_height: int = 256
-    """Height of the rendered camera images, in pixels."""
-    observation_width: int = 256
-    """Width of the rendered camera images, in pixels."""
+    observation_height: int = 360
+    """Height of the rendered camera images, in pixels: LeRobot's default, so a LeRobot user's
+    command sees the same pixels; 256 is the size of LeRobot's LIBERO datasets and of what
+    openpi's LIBERO client sends (resized to 224)."""
+    observation_width: int = 360
+    """Width of the rendered camera images, in pixels (see --env.observation_height)."""
     episode_length: int | None = None
     """Step limit per episode; unset = the suite's limit (280, 280, 300, 520, 400)."""
     num_settle_steps: int = 10
@@ -96,8 +98,6 @@ class LiberoEnvConfig(EnvConfig):
     hard_reset: bool = True
     """Rebuild the simulator at every reset (LIBERO's default, bit-reproducible); `false` reuses
     it (faster; needs --env.init_states=true; observations may differ slightly)."""
-    render_mode: str = "rgb_array"
-    """LeRobot's flag; `rgb_array` (offscreen images) is the one mode here."""
 
     def __post_init__(self) -> None:
         require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
@@ -124,10 +124,6 @@ class LiberoEnvConfig(EnvConfig):
         if not self.hard_reset and not self.init_states:
             raise ConfigError(
                 "--env.hard_reset=false: soft resets need the fixed initial states; add --env.init_states=true"
-            )
-        if self.render_mode != "rgb_array":
-            raise ConfigError(
-                f"--env.render_mode={self.render_mode!r}: must be rgb_array (offscreen rendering)"
             )
 
     def task_groups(self) -> dict[str, list[str]]:

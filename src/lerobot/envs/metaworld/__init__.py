@@ -68,18 +68,12 @@ class MetaworldEnvConfig(EnvConfig):
     fast_render: bool = False
     """Render without shadows, reflections and anti-aliasing: faster on software GL, but the
     images differ from the default ones, so use it only for policies trained with it."""
-    render_mode: str = "rgb_array"
-    """LeRobot's flag; `rgb_array` (offscreen images) is the one mode here."""
     multitask_eval: bool = True
     """LeRobot's flag, accepted so its command lines run; LeRobot 0.6.1 reads it nowhere, nor
     does this build: a comma list or group in --env.task is what evaluates several tasks."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.render_mode != "rgb_array":
-            raise ConfigError(
-                f"--env.render_mode={self.render_mode!r}: must be rgb_array (offscreen rendering)"
-            )
         require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
         self.camera_names = parse_name_list(self.camera_names, "--env.camera_names", CAMERAS)
         for flag, value in (
