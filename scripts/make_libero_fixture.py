@@ -67,7 +67,9 @@ def policy_view(observation: dict, env_preprocessor) -> dict:
 
     batch = env_preprocessor(preprocess_observation(observation))
     return {
-        "images": {key: digest(batch[key][0]) for key in sorted(batch) if key.startswith("observation.images.")},
+        "images": {
+            key: digest(batch[key][0]) for key in sorted(batch) if key.startswith("observation.images.")
+        },
         "state": batch["observation.state"][0].tolist(),
     }
 
@@ -89,7 +91,9 @@ def record(size: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--assets", required=True, help="LIBERO's scene assets folder")
     args = parser.parse_args()
     point_libero_at(args.assets)
