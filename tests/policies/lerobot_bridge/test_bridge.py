@@ -255,31 +255,40 @@ EVAL_FLAGS = (
 )
 
 
-@pytest.mark.slow
-def test_bridged_act_evaluates_like_our_native_act(checkpoints, lerobot_python, tmp_path):
-    """Same Meta-World episodes, same seeds: the same outcomes and rewards.
+def bridge_flags(checkpoint: Path, python: str) -> list[str]:
+    return [f"--policy.path={checkpoint}", "--policy.type=lerobot_bridge", f"--policy.python={python}"]
 
-    LeRobot's ACT and ours agree to ~1e-6 per action, not bit for bit, and episode 1 of this
-    seed amplifies such differences (our own ACT's rewards there move by 5e-6 relative
-    between batch sizes 1 and 2): rewards are compared to 1e-4 relative."""
-    native, bridged = tmp_path / "native", tmp_path / "bridged"
-    assert lerobot_eval([*EVAL_FLAGS, f"--policy.path={checkpoints['act']}", f"--output_dir={native}"]) == 0
-    bridge_flags = ["--policy.type=lerobot_bridge", f"--policy.python={lerobot_python}"]
+
+@pytest.fixture(scope="module")
+def bridged_run(checkpoints, lerobot_python, tmp_path_factory) -> Path:
+    """EVAL_FLAGS with the bridged ACT, run directly: what the other ways of running it must give."""
+    out = tmp_path_factory.mktemp("bridged") / "run"
     assert (
-        lerobot_eval(
-            [*EVAL_FLAGS, f"--policy.path={checkpoints['act']}", *bridge_flags, f"--output_dir={bridged}"]
-        )
+        lerobot_eval([*EVAL_FLAGS, *bridge_flags(checkpoints["act"], lerobot_python), f"--output_dir={out}"])
         == 0
     )
-    theirs, ours = episode_outcomes(bridged), episode_outcomes(native)
+    return out
+
+
+def assert_same_episodes(run: Path, reference: Path) -> None:
+    """The same outcomes, and rewards to 1e-4 relative: LeRobot's ACT and ours agree to ~1e-6
+    per action, not bit for bit, and so do batches of different sizes, and episode 1 of this
+    seed amplifies such differences (our own ACT's rewards there move by 5e-6 relative between
+    batch sizes 1 and 2)."""
+    theirs, ours = episode_outcomes(run), episode_outcomes(reference)
     assert [o[:3] + o[4:] for o in theirs] == [o[:3] + o[4:] for o in ours]
     np.testing.assert_allclose([o[3] for o in theirs], [o[3] for o in ours], rtol=1e-4)
-    config = json.loads((bridged / "eval_info.json").read_text())["provenance"]["config"]["policy"]
-    assert (config["lerobot_version"], config["python"], config["checkpoint_type"]) == (
-        "0.6.1",
-        lerobot_python,
-        "act",
-    )
+
+
+@pytest.mark.slow
+def test_bridged_act_evaluates_like_our_native_act(checkpoints, lerobot_python, bridged_run, tmp_path):
+    """Same Meta-World episodes, same seeds: the same outcomes and rewards."""
+    native = tmp_path / "native"
+    assert lerobot_eval([*EVAL_FLAGS, f"--policy.path={checkpoints['act']}", f"--output_dir={native}"]) == 0
+    assert_same_episodes(bridged_run, native)
+    config = json.loads((bridged_run / "eval_info.json").read_text())["provenance"]["config"]["policy"]
+    recorded = (config["lerobot_version"], config["python"], config["checkpoint_type"])
+    assert recorded == ("0.6.1", lerobot_python, "act")
 
 
 TINY_VQBET = textwrap.dedent(
@@ -320,8 +329,7 @@ TINY_VQBET = textwrap.dedent(
 def test_a_policy_type_this_build_lacks_evaluates_through_the_bridge(lerobot_python, tmp_path):
     checkpoint, out = tmp_path / "vqbet", tmp_path / "out"
     subprocess.run([lerobot_python, "-c", TINY_VQBET, str(checkpoint)], check=True, capture_output=True)
-    flags = [*EVAL_FLAGS, "--policy.type=lerobot_bridge", f"--policy.python={lerobot_python}"]
-    assert lerobot_eval([*flags, f"--policy.path={checkpoint}", f"--output_dir={out}"]) == 0
+    assert lerobot_eval([*EVAL_FLAGS, *bridge_flags(checkpoint, lerobot_python), f"--output_dir={out}"]) == 0
     outcomes = episode_outcomes(out)
     assert [o[0] for o in outcomes] == [0, 1, 2]
     assert all(o[4] == 24 for o in outcomes)  # every episode ran to its end, none failed
@@ -330,9 +338,9 @@ def test_a_policy_type_this_build_lacks_evaluates_through_the_bridge(lerobot_pyt
 
 
 @pytest.mark.slow
-def test_a_bridged_policy_serves_evaluators(checkpoints, lerobot_python, tmp_path):
+def test_a_bridged_policy_serves_evaluators(checkpoints, lerobot_python, bridged_run, tmp_path):
     """lerobot-serve-policy's server moves rows between batches: their state stays in the child."""
-    served, direct = tmp_path / "served", tmp_path / "direct"
+    served = tmp_path / "served"
     bridged = load_bridged(checkpoints["act"], lerobot_python)
     try:
         with running_server(bridged.policy) as server:
@@ -340,36 +348,20 @@ def test_a_bridged_policy_serves_evaluators(checkpoints, lerobot_python, tmp_pat
             assert lerobot_eval([*EVAL_FLAGS, *websocket, f"--output_dir={served}"]) == 0
     finally:
         bridged.policy.close()
-    bridge_flags = ["--policy.type=lerobot_bridge", f"--policy.python={lerobot_python}"]
-    assert (
-        lerobot_eval(
-            [*EVAL_FLAGS, f"--policy.path={checkpoints['act']}", *bridge_flags, f"--output_dir={direct}"]
-        )
-        == 0
-    )
-    theirs, ours = episode_outcomes(served), episode_outcomes(direct)
-    assert [o[:3] + o[4:] for o in theirs] == [o[:3] + o[4:] for o in ours]
-    np.testing.assert_allclose([o[3] for o in theirs], [o[3] for o in ours], rtol=1e-4)
+    assert_same_episodes(served, bridged_run)
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray")
-def test_each_ray_worker_runs_its_own_child(checkpoints, lerobot_python, tmp_path):
+def test_each_ray_worker_runs_its_own_child(checkpoints, lerobot_python, bridged_run, tmp_path):
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
-    bridge_flags = [
-        f"--policy.path={checkpoints['act']}",
-        "--policy.type=lerobot_bridge",
-        f"--policy.python={lerobot_python}",
-    ]
-    on_ray, local = tmp_path / "ray", tmp_path / "local"
+    on_ray = tmp_path / "ray"
+    ray_flags = [f for f in EVAL_FLAGS if not f.startswith("--eval.batch_size")]
+    ray_flags += ["--eval.backend=ray", "--eval.num_workers=2", "--eval.envs_per_worker=1"]
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
     try:
-        ray_flags = [f for f in EVAL_FLAGS if not f.startswith("--eval.batch_size")]
-        ray_flags += ["--eval.backend=ray", "--eval.num_workers=2", "--eval.envs_per_worker=1"]
-        assert lerobot_eval([*ray_flags, *bridge_flags, f"--output_dir={on_ray}"]) == 0
+        flags = [*ray_flags, *bridge_flags(checkpoints["act"], lerobot_python), f"--output_dir={on_ray}"]
+        assert lerobot_eval(flags) == 0
     finally:
         ray.shutdown()
-    assert lerobot_eval([*EVAL_FLAGS, *bridge_flags, f"--output_dir={local}"]) == 0
-    theirs, ours = episode_outcomes(on_ray), episode_outcomes(local)
-    assert [o[:3] + o[4:] for o in theirs] == [o[:3] + o[4:] for o in ours]
-    np.testing.assert_allclose([o[3] for o in theirs], [o[3] for o in ours], rtol=1e-4)
+    assert_same_episodes(on_ray, bridged_run)
