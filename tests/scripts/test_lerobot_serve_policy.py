@@ -159,3 +159,24 @@ def test_a_server_killed_mid_run_loses_nothing_once_it_is_back(tmp_path):
     assert outcomes(info) == outcomes(reference)
     assert info["n_episodes_retried"] >= 1 and info["n_episodes_failed"] == 0
     assert b"reconnected" in stderr
+
+
+def test_the_api_key_reaches_no_result_file_and_resume_still_works(tmp_path):
+    secret = "s3cret-7f1c9a"
+    out = tmp_path / "run"
+    with running_server(ObservationPolicy(4), api_key=secret) as server:
+        argv = [
+            "--policy.type=websocket",
+            f"--policy.port={server.port}",
+            f"--policy.api_key={secret}",
+            *EVAL,
+        ]
+        argv.append("--env.episode_length=20")
+        assert eval_main([*argv, "--eval.n_episodes=2", f"--output_dir={out}"]) == 0
+        # The resume check compares the settings without the key, and accepts the same run.
+        assert eval_main([*argv, "--eval.n_episodes=2", "--eval.resume=true", f"--output_dir={out}"]) == 0
+    written = [path for path in out.rglob("*") if path.is_file()]
+    assert {p.name for p in written} >= {"run_config.json", "eval_info.json", "report.html", "episodes.jsonl"}
+    assert not [p.name for p in written if secret.encode() in p.read_bytes()]
+    assert json.loads((out / "run_config.json").read_text())["policy"]["api_key"] == "<redacted>"
+    assert len(json.loads((out / "eval_info.json").read_text())["per_episode"]) == 2

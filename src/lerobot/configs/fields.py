@@ -14,17 +14,24 @@ from typing import Any
 
 RESULT_NEUTRAL = "result_neutral"
 ONLY_BACKEND = "only_backend"
+SECRET = "secret"
+REDACTED = "<redacted>"
 
 
-def facts(*, result_neutral: bool = False, only_backend: str | None = None) -> dict[str, Any]:
+def facts(
+    *, result_neutral: bool = False, only_backend: str | None = None, secret: bool = False
+) -> dict[str, Any]:
     """The metadata of a config field.
 
     `result_neutral`: changing the setting cannot change any episode's outcome (batch size,
     workers, timeouts, videos, where results go), so a resumed run may change it.
     `only_backend`: the setting is read by that `--eval.backend` alone; with another it is an
     error rather than silently ignored.
+    `secret`: a credential (an API key): never written to a result file, a report or a log.
     """
     metadata: dict[str, Any] = {}
+    if secret:
+        metadata[SECRET] = True
     if result_neutral:
         metadata[RESULT_NEUTRAL] = True
     if only_backend is not None:
@@ -39,6 +46,30 @@ def result_neutral_keys(config_class: type) -> frozenset[str]:
     return frozenset(
         name for name, field in _dotted_fields(config_class) if field.metadata.get(RESULT_NEUTRAL)
     )
+
+
+def secret_paths(config: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths (`("policy", "api_key")`) of the secret fields that hold a value in `config`,
+    found on the instance: a `--policy.type`'s own fields are not on the declared base class."""
+    found: list[tuple[str, ...]] = []
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name, None)
+        if field.metadata.get(SECRET) and value is not None:
+            found.append((*prefix, field.name))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            found.extend(secret_paths(value, (*prefix, field.name)))
+    return found
+
+
+def redact(encoded: dict[str, Any], paths: list[tuple[str, ...]]) -> dict[str, Any]:
+    """`encoded` (a config as plain values) with the value at each path replaced by REDACTED."""
+    for path in paths:
+        node = encoded
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and path[-1] in node:
+            node[path[-1]] = REDACTED
+    return encoded
 
 
 def backend_only_fields(config_class: type, backend: str) -> list[str]:

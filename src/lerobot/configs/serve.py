@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from lerobot.configs.env import EnvConfig
+from lerobot.configs.fields import facts
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
@@ -23,7 +24,7 @@ class ServeConfig:
     """Address to listen on; anything but localhost needs --api_key."""
     port: int = 8000
     """Port to listen on (0: any free port, logged at startup)."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, metadata=facts(secret=True))
     """Clients must send `Authorization: Api-Key <key>`; required beyond localhost."""
     max_batch: int = 32
     """Most rows in one policy call, across all clients (a larger request runs alone)."""

@@ -20,7 +20,7 @@ from typing import Any
 import draccus
 
 from lerobot.configs.eval import EvalPipelineConfig
-from lerobot.configs.fields import result_neutral_keys
+from lerobot.configs.fields import redact, result_neutral_keys, secret_paths
 from lerobot.evaluation.results import EVAL_INFO_FILENAME
 from lerobot.evaluation.store.journal import JOURNAL_FILENAME
 from lerobot.utils.dir_lock import locked_dir
@@ -58,8 +58,9 @@ class RunOutput:
 
 
 def encode_config(cfg: Any) -> dict[str, Any]:
-    """A config dataclass as plain JSON values (what run_config.json and provenance hold)."""
-    return json.loads(json.dumps(draccus.encode(cfg), default=str))
+    """A config dataclass as plain JSON values (what run_config.json and provenance hold), its
+    secrets (`--policy.api_key`) redacted: result files and reports are often shared."""
+    return redact(json.loads(json.dumps(draccus.encode(cfg), default=str)), secret_paths(cfg))
 
 
 @contextlib.contextmanager

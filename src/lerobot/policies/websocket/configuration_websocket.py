@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from lerobot.configs.env import EnvConfig
+from lerobot.configs.fields import facts
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
@@ -28,7 +29,7 @@ class WebsocketConfig(PreTrainedConfig):
     """The policy server's host name or address (or a full ws:// or wss:// URI)."""
     port: int | None = 8000
     """The policy server's port (None when --policy.host is a URI that names one)."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, metadata=facts(secret=True, result_neutral=True))
     """Sent as `Authorization: Api-Key <key>`; required by servers bound beyond localhost."""
     obs_format: ObsFormat = "lerobot"
     """`lerobot`: the policy batch (our keys, uint8 images), one request per step for all env
