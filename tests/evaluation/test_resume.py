@@ -1,6 +1,7 @@
 """The output directory: never written over silently, one run at a time, clear one-line errors."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -103,3 +104,21 @@ def test_a_resume_may_change_what_cannot_change_results_and_nothing_else(tmp_pat
     claim(tmp_path, "--eval.resume=true", "--env.max_parallel_tasks=2", "--eval.batch_size=3")
     with pytest.raises(ConfigError, match=r"--env.task: was 'push-v3', now 'reach-v3'"):
         claim(tmp_path, "--eval.resume=true", "--env.task=reach-v3")
+
+
+@pytest.mark.parametrize("name", [".lerobot.lock", "videos", "eval_info.json", "report.html"])
+def test_links_in_the_output_directory_are_refused_never_followed(tmp_path, name):
+    """A link planted where a run writes would send the lock's pid, videos or results
+    outside the directory; --overwrite=true would keep the link."""
+    target = tmp_path / "elsewhere"
+    target.mkdir() if name == "videos" else target.write_text("precious")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / name).symlink_to(target)
+    for flags in ([], ["--overwrite=true"]):
+        with pytest.raises(
+            ConfigError, match=rf"^--output_dir={out}: {re.escape(name)} there is a symbolic link"
+        ):
+            claim(out, *flags)
+    assert target.is_dir() if name == "videos" else target.read_text() == "precious"
+    assert (out / name).is_symlink()

@@ -24,8 +24,13 @@ def locked_dir(directory: Path, flag: str) -> Iterator[None]:
     """Hold the directory's lock for the duration; ConfigError naming the holder if it is taken."""
     path = Path(directory) / LOCK_FILENAME
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # Never through a link: the pid written below would overwrite whatever it points to.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
+        if path.is_symlink():
+            raise ConfigError(
+                f"{flag}={directory}: {LOCK_FILENAME} there is a symbolic link; remove it (runs never follow it)"
+            ) from None
         raise ConfigError(f"{flag}={directory}: cannot write there ({exc.strerror})") from None
     try:
         try:

@@ -23,7 +23,7 @@ from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.fields import redact, result_neutral_keys, secret_paths
 from lerobot.evaluation.results import EVAL_INFO_FILENAME
 from lerobot.evaluation.store.journal import JOURNAL_FILENAME
-from lerobot.utils.dir_lock import locked_dir
+from lerobot.utils.dir_lock import LOCK_FILENAME, locked_dir
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.io import write_json_atomic
 
@@ -120,6 +120,7 @@ def check_output_dir(output: RunOutput) -> None:
     out = output.directory
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--output_dir={out}: is a file; give a directory")
+    refuse_links(out)
     if output.resume and output.overwrite:
         raise ConfigError(
             "--eval.resume=true and --overwrite=true: choose one (continue the run, or replace it)"
@@ -132,6 +133,19 @@ def check_output_dir(output: RunOutput) -> None:
         raise ConfigError(
             f"--eval.resume=true: {out} was run with different settings ({'; '.join(differences)}); "
             "use the same settings or another --output_dir"
+        )
+
+
+def refuse_links(out: Path) -> None:
+    """A name the run writes that is a symbolic link would send results, videos or the lock's
+    pid outside the directory (and survive --overwrite): refused, never followed."""
+    linked = [
+        name for name in (*RESULT_FILES, *VIEW_FILES, VIDEOS_DIR, LOCK_FILENAME) if (out / name).is_symlink()
+    ]
+    if linked:
+        raise ConfigError(
+            f"--output_dir={out}: {', '.join(linked)} there {'is a symbolic link' if len(linked) == 1 else 'are symbolic links'}; "
+            "remove it or choose another directory (a run never writes through links)"
         )
 
 
