@@ -116,9 +116,17 @@ def test_wrong_action_shape_names_policy_shape_and_step():
         run_episodes(make_vec(2), RecordingPolicy(action_dim=3), range(2), RolloutSettings())
 
 
-def test_nan_actions_are_refused():
-    with pytest.raises(ValueError, match=r"policy 'recording' returned NaN or inf actions at step 0"):
-        run_episodes(make_vec(1), RecordingPolicy(bad="nan"), range(1), RolloutSettings())
+def test_nan_actions_end_that_rows_episode_as_the_policys_failure():
+    """Row 0 always acts NaN: its episodes (0, then 2) fail at their first step, named as the
+    policy's; row 1's episode runs to its end."""
+    results = run_episodes(make_vec(2), RecordingPolicy(bad="nan"), range(3), RolloutSettings(start_seed=0))
+    by_index = {r.episode_index: r for r in results}
+    for index in (0, 2):
+        assert by_index[index].failure_reason == (
+            "policy 'recording' returned NaN or inf actions at step 0 of the episode"
+        )
+        assert not by_index[index].success
+    assert by_index[1].failure_reason is None and by_index[1].n_steps == expected_length(1)
 
 
 def test_videos_stream_one_frame_per_step_plus_the_first(tmp_path):
@@ -189,3 +197,14 @@ def test_the_task_description_comes_from_the_task_spec_not_from_the_workers():
     finally:
         env.close()
     assert policy.tasks and all(rows == ["put the fake block away"] * 2 for rows in policy.tasks)
+
+
+def test_a_huge_failure_text_is_kept_as_one_bounded_line():
+    """A server's 20 MB error must not land whole in episodes.jsonl, eval_info.json and the report."""
+    from lerobot.evaluation.results import EpisodeResult
+    from lerobot.utils.logging_utils import MAX_QUOTED_CHARS
+
+    reason = "server error: " + "A" * 20_000_000 + "\nforged line"
+    failed = EpisodeResult.failed(episode_index=0, seed=0, reason=reason, retries=0)
+    assert failed.failure_reason.startswith("server error: AAA")
+    assert len(failed.failure_reason) < MAX_QUOTED_CHARS + 50 and "\n" not in failed.failure_reason

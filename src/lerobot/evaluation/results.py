@@ -23,6 +23,7 @@ from typing import Any
 from lerobot.configs.env import TaskSpec
 from lerobot.evaluation.intervals import pc_wilson_interval
 from lerobot.utils.io import to_strict_json
+from lerobot.utils.logging_utils import one_line
 
 EVAL_INFO_FILENAME = "eval_info.json"
 
@@ -71,7 +72,8 @@ class EpisodeResult:
         wall_s: float = 0.0,
         init_state_index: int | None = None,
     ) -> EpisodeResult:
-        """An episode whose every attempt failed (crash, hang, error): unsuccessful, with the reason."""
+        """An episode whose every attempt failed (crash, hang, error): unsuccessful, with the
+        reason as one bounded line (a server's 20 MB error text must not fill every result file)."""
         return cls(
             episode_index=episode_index,
             seed=seed,
@@ -82,7 +84,7 @@ class EpisodeResult:
             n_steps=n_steps,
             wall_s=wall_s,
             retries=retries,
-            failure_reason=reason,
+            failure_reason=one_line(reason),
             init_state_index=init_state_index,
         )
 

@@ -34,3 +34,19 @@ def init_logging(level: str = "INFO") -> None:
         handlers=[CurrentStderrHandler()],
         force=True,
     )
+
+
+MAX_QUOTED_CHARS = 500
+"""The most characters of another party's text (a server's error, a failure reason) that a log
+line or a result file quotes."""
+
+
+def one_line(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """`text`'s first line, its control characters escaped, cut to `limit` characters with how
+    many were left out: what a log line or result file may quote of text it did not write, so a
+    peer can neither forge log lines nor fill disks."""
+    lines = str(text).splitlines()
+    first = lines[0] if lines else ""
+    escaped = "".join(c if c.isprintable() else repr(c)[1:-1] for c in first[:limit])
+    left_out = len(first) - limit
+    return escaped if left_out <= 0 else f"{escaped}... ({left_out} more characters)"

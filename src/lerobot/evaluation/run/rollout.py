@@ -31,6 +31,7 @@ from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ENV_TASK, TASK
 from lerobot.utils.device_utils import policy_device
 from lerobot.utils.errors import HarnessError, PolicyError
+from lerobot.utils.logging_utils import one_line
 from lerobot.utils.video import EpisodeVideo
 
 logger = logging.getLogger(__name__)
@@ -266,6 +267,7 @@ class _RolloutLoop:
             actions = self._select_actions_or_fail(active)
             if actions is None:
                 return  # rows the policy failed are settled; the free slots start next round
+            active = self._end_non_finite_rows(active, actions)
             self._report_steps(active, actions)
         recorded = [i for i in active if self.slots[i].video is not None]
         blind = self._slots_stepping_blind(active, recorded)
@@ -404,7 +406,7 @@ class _RolloutLoop:
             for env_id in _failed_rows(exc.rows, active):
                 self._handle_failure(env_id, str(exc), restart_env=False)
         except PolicyError as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            reason = one_line(str(exc)) if str(exc) else type(exc).__name__
             for env_id in _failed_rows(exc.rows, active):
                 logger.warning("episode %d: %s", self.slots[env_id].index, reason)
                 self._finish(env_id, self.slots[env_id].abandon(reason))
@@ -428,20 +430,32 @@ class _RolloutLoop:
             )
         if np.isfinite(actions).all():  # the common case, without indexing the active rows
             return
-        bad = [i for i in active if not np.isfinite(actions[i]).all()]
-        if not bad:
-            return
-        unrendered = [i for i in bad if self.blind[i]]
-        why = (
-            f"; rows {unrendered} had unrendered (NaN) images, which its rows_reading_images() "
-            "said it would not read"
-            if unrendered
-            else ""
-        )
-        raise ValueError(
-            f"policy {self.policy.name!r} returned NaN or inf actions at step {self.step_index} "
-            f"(expected finite actions of shape {expected}){why}"
-        )
+        unrendered = [i for i in active if self.blind[i] and not np.isfinite(actions[i]).all()]
+        if unrendered:  # the policy broke its own contract: a bug, not an outcome
+            raise ValueError(
+                f"policy {self.policy.name!r} returned NaN or inf actions at step {self.step_index}; "
+                f"rows {unrendered} had unrendered (NaN) images, which its rows_reading_images() "
+                "said it would not read"
+            )
+
+    def _end_non_finite_rows(self, active: Sequence[int], actions: np.ndarray) -> list[int]:
+        """The active rows whose actions are finite. NaN or inf actions are the policy's output:
+        that row's episode ends, failed by the policy, and the other rows step on."""
+        if np.isfinite(actions).all():
+            return list(active)
+        kept = []
+        for env_id in active:
+            if np.isfinite(actions[env_id]).all():
+                kept.append(env_id)
+                continue
+            episode = self.slots[env_id]
+            reason = (
+                f"policy {self.policy.name!r} returned NaN or inf actions at step {episode.n_steps} "
+                "of the episode"
+            )
+            logger.warning("episode %d: %s", episode.index, reason)
+            self._finish(env_id, episode.abandon(reason))
+        return kept
 
     def _apply_step(self, env_id: int, step: StepResult) -> None:
         episode = self.slots[env_id]
@@ -458,7 +472,7 @@ class _RolloutLoop:
         start (same seed) or give it up."""
         episode = self.slots[env_id]
         # A worker's failure carries its traceback: whole at DEBUG, its first line otherwise.
-        shown = reason if logger.isEnabledFor(logging.DEBUG) else reason.splitlines()[0]
+        shown = reason if logger.isEnabledFor(logging.DEBUG) else one_line(reason)
         logger.warning("episode %d: %s", episode.index, shown)
         if restart_env:
             self.env.restart([env_id])
@@ -469,7 +483,7 @@ class _RolloutLoop:
             self.pending.appendleft(episode.index)
             self.slots[env_id] = None
         else:
-            self._finish(env_id, episode.abandon(reason.splitlines()[0]))
+            self._finish(env_id, episode.abandon(reason))
 
     def _finish(self, env_id: int, result: EpisodeResult) -> None:
         self.results.append(result)
