@@ -117,16 +117,21 @@ def test_wrong_action_shape_names_policy_shape_and_step():
 
 
 def test_nan_actions_end_that_rows_episode_as_the_policys_failure():
-    """Row 0 always acts NaN: its episodes (0, then 2) fail at their first step, named as the
-    policy's; row 1's episode runs to its end."""
+    """Row 0 always acts NaN: its episodes (0, then 2) end at their first step, scored as the
+    policy's failures (in the rates, unlike the harness's); row 1's episode runs to its end."""
+    from lerobot.evaluation.results import scored
+
     results = run_episodes(make_vec(2), RecordingPolicy(bad="nan"), range(3), RolloutSettings(start_seed=0))
     by_index = {r.episode_index: r for r in results}
     for index in (0, 2):
-        assert by_index[index].failure_reason == (
-            "policy 'recording' returned NaN or inf actions at step 0 of the episode"
+        episode = by_index[index]
+        assert (
+            episode.policy_error == "policy 'recording' returned NaN or inf actions at step 0 of the episode"
         )
-        assert not by_index[index].success
-    assert by_index[1].failure_reason is None and by_index[1].n_steps == expected_length(1)
+        assert (episode.success, episode.success_at_end, episode.n_steps) == (False, False, 0)
+        assert episode.failure_reason is None
+    assert by_index[1].policy_error is None and by_index[1].n_steps == expected_length(1)
+    assert len(scored(results)) == 3
 
 
 def test_videos_stream_one_frame_per_step_plus_the_first(tmp_path):

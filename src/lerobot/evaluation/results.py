@@ -60,6 +60,9 @@ class EpisodeResult:
     init_state_index: int | None = None
     """Which of the task's fixed initial states the episode started from (LIBERO), as the env
     reported it in its reset info."""
+    policy_error: str | None = None
+    """Set when the policy's own output ended the episode (NaN or inf actions). Unlike a
+    `failure_reason`, this is the policy's doing: the episode is scored, unsuccessful from then on."""
 
     @classmethod
     def failed(

@@ -320,7 +320,11 @@ def _episode_table(run: RunResult, videos: Sequence[EpisodeVideoLink]) -> Markup
 
 
 def _episode_row(task: TaskResult, episode: EpisodeResult, show_init: bool, has_video: bool) -> list[Any]:
-    note = episode.failure_reason or (f"re-run {episode.retries}x" if episode.retries else "")
+    note = (
+        episode.failure_reason
+        or episode.policy_error
+        or (f"re-run {episode.retries}x" if episode.retries else "")
+    )
     video = el("a", "play", href=f"#{_video_id(task, episode)}") if has_video else ""
     return [
         task.group,

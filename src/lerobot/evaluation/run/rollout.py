@@ -156,7 +156,8 @@ class _RunningEpisode:
         if self.video is not None and step.frame is not None:
             self.video.add(step.frame)
 
-    def finish(self) -> EpisodeResult:
+    def finish(self, policy_error: str | None = None) -> EpisodeResult:
+        """The episode's result; `policy_error`: the policy's output ended it (it is scored)."""
         video_path = None
         if self.video is not None:
             self.video.close()
@@ -173,6 +174,7 @@ class _RunningEpisode:
             video_path=video_path,
             retries=self.retries,
             init_state_index=self.init_state_index,
+            policy_error=one_line(policy_error) if policy_error is not None else None,
         )
 
     def abandon(self, reason: str) -> EpisodeResult:
@@ -440,7 +442,8 @@ class _RolloutLoop:
 
     def _end_non_finite_rows(self, active: Sequence[int], actions: np.ndarray) -> list[int]:
         """The active rows whose actions are finite. NaN or inf actions are the policy's output:
-        that row's episode ends, failed by the policy, and the other rows step on."""
+        that row's episode ends there, scored as the policy's (`policy_error`, unsuccessful from
+        that step on), and the other rows step on."""
         if np.isfinite(actions).all():
             return list(active)
         kept = []
@@ -454,7 +457,8 @@ class _RolloutLoop:
                 "of the episode"
             )
             logger.warning("episode %d: %s", episode.index, reason)
-            self._finish(env_id, episode.abandon(reason))
+            episode.success_at_end = False
+            self._finish(env_id, episode.finish(policy_error=reason))
         return kept
 
     def _apply_step(self, env_id: int, step: StepResult) -> None:
