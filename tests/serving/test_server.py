@@ -87,6 +87,30 @@ def test_an_api_key_is_required_when_set():
         assert client.infer({"observation.state": np.zeros(2, np.float32)})["actions"].shape == (1, 2)
 
 
+def test_two_authorization_headers_get_400_in_one_log_line(caplog):
+    with running_server(ObservationPolicy(2), api_key="s3cret") as server:
+        twice = [("Authorization", "Api-Key s3cret"), ("Authorization", "Api-Key other")]
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"ws://127.0.0.1:{server.port}", additional_headers=twice)
+        assert refused.value.response.status_code == 400
+        with connect(f"ws://127.0.0.1:{server.port}", additional_headers=twice[:1]):
+            pass  # one header, the right key: accepted
+    assert not [r for r in caplog.records if r.exc_info]  # no traceback
+    assert any("2 Authorization headers" in r.getMessage() for r in caplog.records)
+
+
+def test_web_pages_cannot_connect_unless_their_origin_is_allowed():
+    """Without a key the server is open to this machine, but not to a web page in its browser."""
+    with running_server(ObservationPolicy(2)) as server:
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"ws://127.0.0.1:{server.port}", origin="https://evil.example")
+        assert refused.value.response.status_code == 403
+        with connect(f"ws://127.0.0.1:{server.port}"):
+            pass  # evaluators send no Origin
+    with running_server(ObservationPolicy(2), allowed_origins=["http://localhost:3000"]) as server:
+        connect(f"ws://127.0.0.1:{server.port}", origin="http://localhost:3000").close()
+
+
 def ndarray(data: bytes, dtype: str, shape: list) -> dict:
     return {b"__ndarray__": True, b"data": data, b"dtype": dtype, b"shape": shape}
 

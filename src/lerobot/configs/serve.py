@@ -26,6 +26,10 @@ class ServeConfig:
     """Port to listen on (0: any free port, logged at startup)."""
     api_key: str | None = field(default=None, metadata=facts(secret=True))
     """Clients must send `Authorization: Api-Key <key>`; required beyond localhost."""
+    allowed_origins: list[str] = field(default_factory=list)
+    """Web page origins (`https://host:port`) allowed to connect. Browsers send an Origin with
+    every WebSocket; evaluators send none. Any connection with an origin not listed is refused,
+    so a web page the user opens cannot drive the policy."""
     max_batch: int = 32
     """Most rows in one policy call, across all clients (a larger request runs alone)."""
     batch_timeout_ms: float = 5.0

@@ -57,6 +57,7 @@ def build_server(cfg: ServeConfig):
             host=cfg.host,
             port=cfg.port,
             api_key=cfg.api_key,
+            allowed_origins=cfg.allowed_origins,
             max_batch=cfg.max_batch,
             batch_timeout_ms=cfg.batch_timeout_ms,
             preprocessor=preprocessor,

@@ -21,6 +21,7 @@ import itertools
 import logging
 import signal
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,6 +31,7 @@ from lerobot.policies.websocket import wire
 from lerobot.serving.batcher import RequestBatcher
 from lerobot.serving.requests import BadRequest, InferenceRequest, check_inputs, parse_request
 from lerobot.serving.runner import PolicyRunner
+from lerobot.utils.logging_utils import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +52,12 @@ class PolicyServer:
         postprocessor=None,
         use_amp: bool = False,
         action_dim: int | None = None,
+        allowed_origins: Sequence[str] = (),
     ):
         policy.save_rows([])  # a policy whose rows cannot move between batches fails here
         self.runner = PolicyRunner(policy, preprocessor, postprocessor, use_amp)
         self.host, self.port, self.api_key = host, port, api_key
+        self.allowed_origins = frozenset(allowed_origins)
         self.max_batch, self.window_s = max_batch, batch_timeout_ms / 1000
         config = policy.config
         self.input_features = config.input_features if isinstance(config, CheckpointPolicyConfig) else {}
@@ -140,9 +144,24 @@ class PolicyServer:
     def _check_handshake(self, connection, request):
         if request.path == "/healthz":
             return connection.respond(http.HTTPStatus.OK, "OK\n")
+        origins = request.headers.get_all("Origin")
+        if any(origin not in self.allowed_origins for origin in origins):
+            # Browsers send an Origin; evaluators do not. Without this, any web page the user
+            # opens could drive the policy (a WebSocket is not bound by the same-origin rule).
+            logger.warning(
+                "refused %s: web page origin %s", connection.remote_address, one_line(origins[0], 100)
+            )
+            return connection.respond(
+                http.HTTPStatus.FORBIDDEN,
+                "connections from web pages are refused unless --allowed_origins names them\n",
+            )
         if self.api_key is not None:
-            given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Api-Key {self.api_key}".encode()):
+            keys = request.headers.get_all("Authorization")
+            if len(keys) > 1:
+                logger.warning("refused %s: %d Authorization headers", connection.remote_address, len(keys))
+                return connection.respond(http.HTTPStatus.BAD_REQUEST, "send one Authorization header\n")
+            given = keys[0] if keys else ""
+            if not hmac.compare_digest(given.encode(errors="replace"), f"Api-Key {self.api_key}".encode()):
                 logger.warning("refused %s: missing or wrong api key", connection.remote_address)
                 return connection.respond(
                     http.HTTPStatus.UNAUTHORIZED,
