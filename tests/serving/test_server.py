@@ -143,6 +143,24 @@ BAD_REQUESTS = {
 }
 
 
+def test_what_a_client_sends_cannot_forge_or_flood_the_servers_log(act_server, caplog):
+    forged_key = "observation.state\n17:00:00 INFO lerobot.serving.server: client 99 connected from 6.6.6.6:1"
+    huge_dtype = "<" + "f" * 1_000_000
+    frames = [
+        msgpack.packb({forged_key: ndarray(b"\0" * 16, "<f4", [4])}),
+        msgpack.packb({"observation.state": ndarray(b"\0" * 16, huge_dtype, [4])}),
+    ]
+    for frame in frames:
+        with connect(f"ws://127.0.0.1:{act_server.port}", compression=None, max_size=None) as ws:
+            ws.recv()  # metadata
+            ws.send(frame)
+            answer = ws.recv(timeout=30)
+            assert "\n" not in answer and len(answer) < 1_000
+    logged = [r.getMessage() for r in caplog.records if "bad request" in r.getMessage()]
+    assert len(logged) == 2
+    assert all("\n" not in line and len(line) < 1_000 for line in logged)
+
+
 @pytest.mark.parametrize("frame, reason", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
 def test_a_bad_request_gets_one_line_and_close_1011_and_the_server_goes_on(act_server, frame, reason):
     with connect(f"ws://127.0.0.1:{act_server.port}", compression=None, max_size=None) as ws:

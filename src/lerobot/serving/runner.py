@@ -24,6 +24,7 @@ from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.observation import images_to_tensor
 from lerobot.serving.requests import InferenceRequest
 from lerobot.utils.device_utils import policy_device
+from lerobot.utils.logging_utils import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -121,5 +122,5 @@ def _is_image(array: np.ndarray) -> bool:
 def _log_failure(exc: Exception) -> str:
     """Log the traceback here, on the server; the client gets one line."""
     logger.error("inference failed:\n%s", "".join(traceback.format_exception(exc)).rstrip())
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    text = one_line(str(exc).strip())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -197,8 +197,10 @@ class PolicyServer:
         try:
             request = self._parse(frame, session)
         except (wire.WireError, BadRequest) as exc:
-            logger.warning("client %d: bad request: %s", session, exc)
-            return f"bad request: {exc}"
+            # The message may quote the client's key names or dtype strings: one bounded line.
+            reason = one_line(str(exc))
+            logger.warning("client %d: bad request: %s", session, reason)
+            return f"bad request: {reason}"
         outcome, timing = await self.batcher.submit(request)
         if outcome.error is not None:
             return outcome.error

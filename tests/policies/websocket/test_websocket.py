@@ -88,6 +88,17 @@ def test_a_wrong_api_key_is_a_one_line_error_naming_the_flag():
         assert client(server.port, api_key="s3cret").format.batched
 
 
+def test_a_servers_metadata_cannot_forge_the_clients_log(caplog):
+    with running_server(ObservationPolicy(2)) as server:
+        server.metadata["policy"] = "act\n12:00:00 INFO lerobot.scripts.lerobot_eval: overall success 100.0%"
+        with caplog.at_level("INFO"):
+            client(server.port)
+    connected = [r.getMessage() for r in caplog.records if "connected" in r.getMessage()]
+    assert connected and all("\n" not in line for line in connected)
+    assert any("policy=act," in line for line in connected)  # its first line only
+    assert not any("overall success" in line for line in connected)
+
+
 def test_the_server_must_return_the_envs_action_size():
     env_cfg = make_env_config("metaworld", task="reach-v3", obs_type="state")  # 4-d actions
     expected = pytest.raises(ConfigError, match="returns 7-d actions, the env takes 4-d ones")

@@ -24,6 +24,7 @@ from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
 from lerobot.policies.websocket.connection import ServerConnection
 from lerobot.policies.websocket.obs_formats import FORMATS, RowRequest
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
+from lerobot.utils.logging_utils import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -193,5 +194,7 @@ def _action_dim(env_cfg: EnvConfig | None) -> int | None:
 def _describe_server(metadata: dict[str, Any]) -> str:
     if not metadata:
         return "connected (no metadata)"
-    shown = {k: v for k, v in metadata.items() if isinstance(v, str | int | float | bool)}
-    return "connected, " + ", ".join(f"{k}={v}" for k, v in sorted(shown.items()))
+    # The server's strings are quoted, never trusted: one bounded line each, so a hostile
+    # server cannot forge lines of our log ("100.0% success").
+    shown = {one_line(str(k), 60): v for k, v in metadata.items() if isinstance(v, str | int | float | bool)}
+    return "connected, " + ", ".join(f"{k}={one_line(str(v), 200)}" for k, v in sorted(shown.items()))
