@@ -127,6 +127,19 @@ BAD_REQUESTS = {
         "needs 4 bytes per item",
     ),
     "missing input": (wire.pack({"observation.state": GOOD["observation.state"]}), "reads observation.image"),
+    # ACT reads 96x96 frames and does not resize them: other sizes would run, slower and wrong.
+    "image one pixel short": (
+        wire.pack({**GOOD, "observation.image": np.zeros((95, 96, 3), np.uint8)}),
+        "'observation.image': shape (95, 96, 3) per row, the policy reads (3, 96, 96)",
+    ),
+    "image four times larger": (
+        wire.pack({**GOOD, "observation.image": np.zeros((192, 192, 3), np.uint8)}),
+        "the policy reads (3, 96, 96)",
+    ),
+    "an array it does not read": (
+        wire.pack({**GOOD, "observation.extra": np.zeros((64, 64), np.float32)}),
+        "'observation.extra': not an input of the served policy (it reads observation.image, observation.state)",
+    ),
     "wrong state size": (
         wire.pack({**GOOD, "observation.state": np.zeros(7, np.float32)}),
         "the policy reads (4,)",

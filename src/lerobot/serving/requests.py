@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.utils.logging_utils import one_line
 
 SESSION_KEY = "__lerobot__"
 MAX_ROWS = 4096
@@ -125,10 +126,20 @@ def _array(key: str, value: Any, n_rows: int, batched: bool) -> np.ndarray:
 
 
 def check_inputs(
-    request: InferenceRequest, features: Mapping[str, PolicyFeature], empty_cameras: int = 0
+    request: InferenceRequest,
+    features: Mapping[str, PolicyFeature],
+    empty_cameras: int = 0,
+    resizes_images: bool = True,
 ) -> None:
-    """Every input the policy reads is there with its size (a camera's channels, a vector's
-    length); up to `empty_cameras` cameras may be missing (the policy gets black frames)."""
+    """Every input the policy reads is there with its size (a vector's length; a camera's
+    channels, and its height and width unless the checkpoint's processor resizes images), and
+    nothing else (an unknown array could be any size); up to `empty_cameras` cameras may be
+    missing (the policy gets black frames). A policy declaring no inputs takes any."""
+    unknown = [key for key in request.arrays if features and key not in features]
+    if unknown:
+        raise BadRequest(
+            f"{one_line(unknown[0], 80)!r}: not an input of the served policy (it reads {', '.join(features)})"
+        )
     missing = [key for key in features if key not in request.arrays]
     missing_cameras = [key for key in missing if features[key].type is FeatureType.VISUAL]
     if len(missing) > len(missing_cameras) or len(missing_cameras) > empty_cameras:
@@ -136,16 +147,20 @@ def check_inputs(
             f"the policy reads {', '.join(missing)}, which the request lacks (it has {', '.join(request.arrays)})"
         )
     for key, feature in features.items():
-        if key in request.arrays and not _fits(request.arrays[key], feature):
+        if key in request.arrays and not _fits(request.arrays[key], feature, resizes_images):
             raise BadRequest(
                 f"{key!r}: shape {request.arrays[key].shape[1:]} per row, the policy reads {tuple(feature.shape)}"
                 + (" (images: uint8 H x W x 3)" if feature.type is FeatureType.VISUAL else "")
             )
 
 
-def _fits(array: np.ndarray, feature: PolicyFeature) -> bool:
+def _fits(array: np.ndarray, feature: PolicyFeature, resizes_images: bool = True) -> bool:
     if feature.type is not FeatureType.VISUAL:
         return array.shape[1:] == tuple(feature.shape)
-    if array.dtype == np.uint8:
-        return array.ndim == 4 and array.shape[-1] == feature.shape[0]
-    return array.ndim == 4 and array.shape[1] == feature.shape[0]
+    if array.ndim != 4:
+        return False
+    # uint8 frames come as H x W x C, float ones as C x H x W (the policy's own layout).
+    channels, size = (
+        (array.shape[-1], array.shape[1:3]) if array.dtype == np.uint8 else (array.shape[1], array.shape[2:4])
+    )
+    return channels == feature.shape[0] and (resizes_images or tuple(size) == tuple(feature.shape[1:3]))

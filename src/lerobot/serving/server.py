@@ -62,6 +62,7 @@ class PolicyServer:
         config = policy.config
         self.input_features = config.input_features if isinstance(config, CheckpointPolicyConfig) else {}
         self.empty_cameras = config.empty_cameras if isinstance(config, CheckpointPolicyConfig) else 0
+        self.resizes_images = not isinstance(config, CheckpointPolicyConfig) or config.resizes_images()
         self.metadata = server_metadata(policy, action_dim, max_batch)
         self._sessions = itertools.count()
         self._open = 0
@@ -211,7 +212,7 @@ class PolicyServer:
         if isinstance(frame, str):
             raise BadRequest("requests are binary msgpack frames, not text")
         request = parse_request(wire.unpack(frame), session)
-        check_inputs(request, self.input_features, self.empty_cameras)
+        check_inputs(request, self.input_features, self.empty_cameras, self.resizes_images)
         return request
 
 

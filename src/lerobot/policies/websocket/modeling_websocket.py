@@ -53,6 +53,9 @@ class WebsocketPolicy(PreTrainedPolicy):
         metadata = self._connection(0).open()
         logger.info("policy server at %s: %s", config.uri, _describe_server(metadata))
         self._check_metadata(metadata)
+        declared = metadata.get("input_features")
+        if isinstance(declared, dict) and declared and hasattr(self.format, "inputs"):
+            self.format.inputs = frozenset(str(key) for key in declared)
 
     def __deepcopy__(self, memo: dict) -> WebsocketPolicy:
         """A client of the same server with its own connections and no plans: a copy for

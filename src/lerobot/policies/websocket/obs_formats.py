@@ -42,9 +42,17 @@ class LerobotFormat:
 
     def __init__(self, resize_size: int = 0):
         del resize_size  # the server's policy reads the env's own image size
+        self.inputs: frozenset[str] | None = None
+        """The observation keys the served policy reads (its metadata's `input_features`): the
+        only arrays sent, as the server refuses others. None: every array of the batch."""
 
     def messages(self, batch: Mapping[str, Any], request: RowRequest) -> list[dict[str, Any]]:
-        message: dict[str, Any] = {key: _rows_of(key, value, request.rows) for key, value in batch.items()}
+        sent = {
+            key: value
+            for key, value in batch.items()
+            if self.inputs is None or key in self.inputs or not key.startswith("observation.")
+        }
+        message: dict[str, Any] = {key: _rows_of(key, value, request.rows) for key, value in sent.items()}
         message[SESSION_KEY] = {
             "rows": list(request.rows),
             "resets": [[row, seed] for row, seed in request.resets],
