@@ -136,6 +136,12 @@ BAD_REQUESTS = {
         wire.pack({**GOOD, "observation.image": np.zeros((192, 192, 3), np.uint8)}),
         "the policy reads (3, 96, 96)",
     ),
+    # 20,000 one-byte maps would cost ~1.5 MB of memory each 20 KB; the count stops decoding.
+    "a flood of empty maps": (
+        msgpack.packb([[{}] * 100] * 200),
+        "more than 10000 maps and lists in one frame",
+    ),
+    "one list too long": (msgpack.packb([0] * 20_000), "exceeds max_array_len(10000)"),
     "an array it does not read": (
         wire.pack({**GOOD, "observation.extra": np.zeros((64, 64), np.float32)}),
         "'observation.extra': not an input of the served policy (it reads observation.image, observation.state)",
@@ -154,6 +160,19 @@ BAD_REQUESTS = {
         "[3, 1] is not a [row, seed] pair of a requested row",
     ),
 }
+
+
+def test_a_frame_above_the_limit_closes_its_connection_and_the_server_goes_on(act_server):
+    """ACT's declared inputs make a request of 32 rows ~3.5 MB: the limit is the 16 MiB floor."""
+    assert act_server.max_frame_bytes == 16 * 2**20
+    with connect(f"ws://127.0.0.1:{act_server.port}", compression=None, max_size=None) as ws:
+        ws.recv()  # metadata
+        ws.send(b"\x00" * (17 * 2**20))
+        with pytest.raises(Exception):  # noqa: B017  (closed by the server)
+            ws.recv(timeout=30)
+        assert ws.close_code == 1009  # message too big
+    client = WebsocketClientPolicy("127.0.0.1", act_server.port)
+    assert client.infer(act_observation(0))["actions"].shape == (1, 4)
 
 
 def test_what_a_client_sends_cannot_forge_or_flood_the_servers_log(act_server, caplog):

@@ -30,6 +30,9 @@ class ServeConfig:
     """Web page origins (`https://host:port`) allowed to connect. Browsers send an Origin with
     every WebSocket; evaluators send none. Any connection with an origin not listed is refused,
     so a web page the user opens cannot drive the policy."""
+    max_frame_mb: float | None = None
+    """Largest request frame accepted, in MiB; a larger one closes its connection (code 1009).
+    Unset: twice `--max_batch` rows of the policy's declared inputs as float32, at least 16."""
     max_batch: int = 32
     """Most rows in one policy call, across all clients (a larger request runs alone)."""
     batch_timeout_ms: float = 5.0
@@ -52,6 +55,8 @@ class ServeConfig:
             )
         if not 0 <= self.port < 65536:
             raise ConfigError(f"--port={self.port}: must be a port number in 0..65535 (0: any free port)")
+        if self.max_frame_mb is not None and self.max_frame_mb <= 0:
+            raise ConfigError(f"--max_frame_mb={self.max_frame_mb}: must be a positive number of MiB")
         if self.max_batch < 1:
             raise ConfigError(f"--max_batch={self.max_batch}: must be a positive integer")
         if self.batch_timeout_ms < 0:

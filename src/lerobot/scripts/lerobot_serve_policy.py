@@ -58,6 +58,7 @@ def build_server(cfg: ServeConfig):
             port=cfg.port,
             api_key=cfg.api_key,
             allowed_origins=cfg.allowed_origins,
+            max_frame_mb=cfg.max_frame_mb,
             max_batch=cfg.max_batch,
             batch_timeout_ms=cfg.batch_timeout_ms,
             preprocessor=preprocessor,

@@ -19,13 +19,15 @@ import hmac
 import http
 import itertools
 import logging
+import math
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lerobot.configs.policies import CheckpointPolicyConfig
+from lerobot.configs.types import PolicyFeature
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.websocket import wire
 from lerobot.serving.batcher import RequestBatcher
@@ -53,6 +55,7 @@ class PolicyServer:
         use_amp: bool = False,
         action_dim: int | None = None,
         allowed_origins: Sequence[str] = (),
+        max_frame_mb: float | None = None,
     ):
         policy.save_rows([])  # a policy whose rows cannot move between batches fails here
         self.runner = PolicyRunner(policy, preprocessor, postprocessor, use_amp)
@@ -63,7 +66,13 @@ class PolicyServer:
         self.input_features = config.input_features if isinstance(config, CheckpointPolicyConfig) else {}
         self.empty_cameras = config.empty_cameras if isinstance(config, CheckpointPolicyConfig) else 0
         self.resizes_images = not isinstance(config, CheckpointPolicyConfig) or config.resizes_images()
+        self.max_frame_bytes = (
+            int(max_frame_mb * 2**20)
+            if max_frame_mb is not None
+            else default_frame_limit(self.input_features, max_batch)
+        )
         self.metadata = server_metadata(policy, action_dim, max_batch)
+        self._decoder: ThreadPoolExecutor | None = None
         self._sessions = itertools.count()
         self._open = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -109,6 +118,7 @@ class PolicyServer:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 self._loop.add_signal_handler(signum, self._stop.set)
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lerobot-inference")
+        self._decoder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lerobot-decode")
         self.batcher = RequestBatcher(
             self.runner.run, self.runner.forget, executor, self.max_batch, self.window_s, lambda: self._open
         )
@@ -119,7 +129,7 @@ class PolicyServer:
                 self.host,
                 self.port,
                 compression=None,
-                max_size=None,
+                max_size=self.max_frame_bytes,  # a larger frame closes its connection (1009)
                 process_request=self._check_handshake,
             ) as server:
                 self.port = server.sockets[0].getsockname()[1]
@@ -138,6 +148,7 @@ class PolicyServer:
         finally:
             batching.cancel()
             executor.shutdown(wait=True, cancel_futures=True)
+            self._decoder.shutdown(wait=True, cancel_futures=True)
         logger.info("policy server stopped")
 
     # -- connections ---------------------------------------------------------------------
@@ -196,7 +207,11 @@ class PolicyServer:
     async def _answer(self, frame: bytes | str, session: int) -> dict[str, Any] | str:
         """The reply to one frame, or the one-line error its client gets."""
         try:
-            request = self._parse(frame, session)
+            # Decoding a large frame takes milliseconds: in a thread, so that other clients
+            # and health checks are answered meanwhile.
+            request = await asyncio.get_running_loop().run_in_executor(
+                self._decoder, self._parse, frame, session
+            )
         except (wire.WireError, BadRequest) as exc:
             # The message may quote the client's key names or dtype strings: one bounded line.
             reason = one_line(str(exc))
@@ -214,6 +229,17 @@ class PolicyServer:
         request = parse_request(wire.unpack(frame), session)
         check_inputs(request, self.input_features, self.empty_cameras, self.resizes_images)
         return request
+
+
+MIN_FRAME_LIMIT_BYTES = 16 * 2**20
+"""The frame limit of a policy that declares no inputs, and the least of any."""
+
+
+def default_frame_limit(features: Mapping[str, PolicyFeature], max_batch: int) -> int:
+    """Twice the largest request the policy can use: `max_batch` rows of every declared input
+    as float32 (images may come larger when the policy resizes them: at least 16 MiB)."""
+    row = sum(4 * math.prod(feature.shape) for feature in features.values())
+    return max(MIN_FRAME_LIMIT_BYTES, 2 * row * max_batch)
 
 
 def server_metadata(policy: PreTrainedPolicy, action_dim: int | None, max_batch: int) -> dict[str, Any]:
