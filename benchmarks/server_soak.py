@@ -1,0 +1,208 @@
+"""A healthy client beside abusive ones: does lerobot-serve-policy stay responsive and small?
+
+    .venv/bin/python benchmarks/server_soak.py
+
+Starts `lerobot-serve-policy` (the tests' ACT checkpoint, which LeRobot 0.6.1 saved; CPU) in
+its own process and a healthy client that asks for an action every 20 ms. Then, one after
+another, each abuse case of issue 33 runs on other connections while the healthy client
+keeps asking. Prints, per case, what the abuser got back, the healthy client's worst latency
+during the case (against its median before any abuse) and the server's peak RSS (VmHWM)
+after it. Goal: no case stalls the healthy client by more than 100 ms, nor grows the server
+by more than twice its largest accepted frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import msgpack
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def observation() -> dict:
+    rng = np.random.default_rng(0)
+    return {
+        "observation.image": rng.integers(0, 256, (96, 96, 3), dtype=np.uint8),
+        "observation.state": rng.normal(size=4).astype(np.float32),
+    }
+
+
+def tagged(data: bytes, dtype: str, shape: list) -> dict:
+    return {b"__ndarray__": True, b"data": data, b"dtype": dtype, b"shape": shape}
+
+
+def run_case(name: str, port: int, answers) -> None:
+    """In a process of its own, so that building a 300 MiB frame never starves the healthy
+    client of this process's interpreter."""
+    answers.put(abuse_cases(port)[name]())
+
+
+def abuse_cases(port: int) -> dict[str, callable]:
+    from websockets.sync.client import connect
+
+    uri = f"ws://127.0.0.1:{port}"
+
+    def send(frame: bytes | str, **kwargs) -> str:
+        try:
+            with connect(uri, compression=None, max_size=None, open_timeout=30, **kwargs) as ws:
+                ws.recv()
+                ws.send(frame)
+                answer = ws.recv(timeout=60)
+                return answer[:100] if isinstance(answer, str) else "answered"
+        except Exception as exc:  # what the abuser sees is the result
+            return f"{type(exc).__name__}: {str(exc)[:90]}"
+
+    good = observation()
+    return {
+        "32 MiB of empty maps": lambda: send(b"\x80" * (32 * 2**20)),
+        "15 MiB of nested empty maps": lambda: send(msgpack.packb([[{}] * 1000] * 15_000)),
+        "300 MiB array": lambda: send(
+            msgpack.packb({"observation.state": tagged(b"\0" * (300 * 2**20), "<f4", [300 * 2**18])})
+        ),
+        "1 MB dtype string": lambda: send(
+            msgpack.packb({"observation.state": tagged(b"\0" * 16, "<" + "f" * 2**20, [4])})
+        ),
+        "12 MiB task string": lambda: send(
+            msgpack.packb(
+                {
+                    **{k: tagged(v.tobytes(), v.dtype.str, list(v.shape)) for k, v in good.items()},
+                    "prompt": "x" * (12 * 2**20),
+                }
+            )
+        ),
+        "key with a newline": lambda: send(
+            msgpack.packb({"observation.state\n17:00:00 INFO forged": tagged(b"\0" * 16, "<f4", [4])})
+        ),
+        "10 MiB unknown array": lambda: send(
+            msgpack.packb(
+                {
+                    **{k: tagged(v.tobytes(), v.dtype.str, list(v.shape)) for k, v in good.items()},
+                    "observation.extra": tagged(b"\0" * (10 * 2**20), "<f4", [10 * 2**18]),
+                }
+            )
+        ),
+        "wrong image size (384x384)": lambda: send(
+            msgpack.packb(
+                {
+                    "observation.image": tagged(b"\0" * (384 * 384 * 3), "|u1", [384, 384, 3]),
+                    "observation.state": tagged(good["observation.state"].tobytes(), "<f4", [4]),
+                }
+            )
+        ),
+        "two Authorization headers": lambda: send(
+            b"", additional_headers=[("Authorization", "a"), ("Authorization", "b")]
+        ),
+        "a web page's Origin": lambda: send(b"", origin="https://evil.example"),
+    }
+
+
+class HealthyClient(threading.Thread):
+    """Asks for an action every 20 ms and keeps (time, latency) of each answer."""
+
+    def __init__(self, port: int):
+        super().__init__(daemon=True)
+        from openpi_client.websocket_client_policy import WebsocketClientPolicy
+
+        self.client = WebsocketClientPolicy("127.0.0.1", port)
+        self.samples: list[tuple[float, float]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        obs = observation()
+        while not self.stop.is_set():
+            started = time.perf_counter()
+            self.client.infer(obs)
+            self.samples.append((started, time.perf_counter() - started))
+            time.sleep(0.02)
+
+    def worst_between(self, start: float, end: float) -> float:
+        inside = [latency for at, latency in self.samples if start <= at + latency and at <= end]
+        return max(inside, default=0.0)
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> int:
+    from tests.policies.checkpoints import materialize
+
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = materialize("act", Path(tmp) / "act")
+        server = subprocess.Popen(
+            [
+                str(BIN / "lerobot-serve-policy"),
+                f"--policy.path={checkpoint}",
+                "--policy.device=cpu",
+                f"--port={port}",
+                "--log_level=ERROR",
+            ],
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+                if time.monotonic() > deadline:
+                    raise SystemExit("the server did not start")
+                time.sleep(0.5)
+            healthy = HealthyClient(port)
+            healthy.start()
+            time.sleep(3.0)
+            baseline = statistics.median(latency for _, latency in healthy.samples)
+            print(
+                f"server pid {server.pid}, healthy client median {1000 * baseline:.1f} ms, "
+                f"peak RSS {peak_rss_mb(server.pid):.0f} MB before abuse"
+            )
+            print("| case | the abuser got | healthy worst ms (extra) | server peak RSS MB |")
+            print("| --- | --- | --- | --- |")
+            spawn = mp.get_context("spawn")
+            answers = spawn.Queue()
+            for name in abuse_cases(port):
+                abuser = spawn.Process(target=run_case, args=(name, port, answers))
+                abuser.start()
+                started = time.perf_counter()  # the abuser's start-up is not its abuse, but counts
+                got = answers.get(timeout=300)
+                ended = time.perf_counter()
+                abuser.join(timeout=30)
+                time.sleep(0.2)
+                worst = healthy.worst_between(started, ended)
+                print(
+                    f"| {name} | {got.replace('|', '/')} | {1000 * worst:.0f} ({1000 * (worst - baseline):+.0f}) "
+                    f"| {peak_rss_mb(server.pid):.0f} |",
+                    flush=True,
+                )
+            healthy.stop.set()
+            healthy.join(timeout=5)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
