@@ -64,10 +64,11 @@ def config(out, marker, *flags: str) -> EvalPipelineConfig:
     return cfg
 
 
-def test_a_harness_failure_is_not_scored_and_a_resume_reruns_it(tmp_path, register_env_type):
+def test_a_harness_failure_is_not_scored_and_a_resume_reruns_it(tmp_path, register_env_type, caplog):
     register_env_type("metaworld_crashing", CrashingMetaworld)
     out, marker = tmp_path / "run", tmp_path / "broken"
     marker.touch()
+    caplog.set_level("INFO", logger="lerobot")
     run = evaluate(config(out, marker))
 
     info = json.loads((out / "eval_info.json").read_text())
@@ -80,6 +81,9 @@ def test_a_harness_failure_is_not_scored_and_a_resume_reruns_it(tmp_path, regist
     assert len(info["per_task"][0]["metrics"]["successes"]) == N_EPISODES - 1
     assert "failed because of the evaluation harness" in (out / "report.html").read_text()
     assert run.n_episodes_failed == 1 and not run.complete
+
+    logged = [r.getMessage() for r in caplog.records if "success (95% CI" in r.getMessage()]
+    assert logged and "over 3 episodes (4 run now, 1 failed for the harness and left out)" in logged[-1]
 
     marker.unlink()  # the simulator is fixed
     resumed = evaluate(config(out, marker, "--eval.resume=true"))
@@ -104,6 +108,19 @@ def test_lerobot_eval_exits_3_when_episodes_failed_for_good(monkeypatch, tmp_pat
     code = lerobot_eval.main([*FLAGS, f"--output_dir={tmp_path}"])
     assert code == EXIT_INCOMPLETE == 3
     assert "1 episodes failed for good because of the harness" in capsys.readouterr().err
+
+
+def test_when_every_episode_failed_the_log_says_so_not_to_check_the_shard(monkeypatch, tmp_path, capsys):
+    from lerobot.evaluation.results import EpisodeResult, TaskResult
+
+    episodes = (EpisodeResult.failed(0, 0, "env 0 failed during reset (died)", retries=2),)
+    run = RunResult.of([TaskResult("g", 0, "t", "", episodes, 1.0)], 1.0)
+    from lerobot.evaluation import evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "evaluate", lambda cfg: run)
+    assert lerobot_eval.main([*FLAGS, f"--output_dir={tmp_path}"]) == EXIT_INCOMPLETE
+    messages = capsys.readouterr().err
+    assert "all 1 failed for the harness" in messages and "--eval.shard" not in messages
 
 
 def test_an_outage_that_stops_the_run_exits_3_not_2(monkeypatch, tmp_path, capsys):

@@ -93,6 +93,13 @@ def evaluate_with_clean_stop(cfg: EvalPipelineConfig) -> RunResult:
             run.overall.eval_s,
             cfg.output_dir,
         )
+    elif run.overall.n_episodes_failed:
+        logger.warning(
+            "no episodes ran to their end: all %d failed for the harness (see failure_reason in "
+            "episodes.jsonl); results in %s",
+            run.overall.n_episodes_failed,
+            cfg.output_dir,
+        )
     else:
         logger.warning(
             "no episodes ran to their end (check --eval.shard and --eval.n_episodes); results in %s",

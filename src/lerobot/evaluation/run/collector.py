@@ -106,16 +106,22 @@ class RunCollector:
             )
             return
         low, high = summary.pc_success_ci95 or (0.0, 0.0)
+        failed = (
+            f", {summary.n_episodes_failed} failed for the harness and left out"
+            if summary.n_episodes_failed
+            else ""
+        )
         logger.info(
-            "%s task %d (%s): %.1f%% success (95%% CI %.1f-%.1f) over %d episodes (%d run now) in %.1fs",
+            "%s task %d (%s): %.1f%% success (95%% CI %.1f-%.1f) over %d episodes (%d run now%s) in %.1fs",
             task.group or "task",
             task.task_id,
             task.name,
             summary.pc_success or 0.0,
             low,
             high,
-            len(episodes),
+            summary.n_episodes,
             self.n_new[task.key],
+            failed,
             self.eval_s[task.key],
         )
 
