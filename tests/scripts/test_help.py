@@ -93,6 +93,12 @@ def test_eval_help_shows_defaults_and_the_chosen_types_flags_only():
     assert "--env.type=libero" not in result.stdout and "--policy.horizon" not in flags
 
 
+@pytest.mark.parametrize("program, folder", [("lerobot-eval", "eval"), ("lerobot-train", "train")])
+def test_the_output_dir_default_is_the_commands_own(program, folder):
+    flags = documented_flags(run(program, "--help").stdout)
+    assert flags["--output_dir"][0] == f"outputs/{folder}/<date>/<time>_<job_name>"
+
+
 def test_every_field_of_the_eval_config_is_a_listed_flag():
     """The help is written from the dataclasses: a new field cannot be missing from it."""
     flags = documented_flags(run("lerobot-eval", "--help").stdout)

@@ -201,7 +201,10 @@ class EvalPipelineConfig:
     policy: PreTrainedConfig | None = None
     """The policy: `--policy.type=metaworld_expert|random`, or a LeRobot checkpoint with
     `--policy.path=<dir or hub repo id>` (and `--policy.revision=`)."""
-    output_dir: Path | None = field(default=None, metadata=facts(result_neutral=True))
+    output_dir: Path | None = field(
+        default=None,
+        metadata=facts(result_neutral=True, shown_default="outputs/eval/<date>/<time>_<job_name>"),
+    )
     """Where eval_info.json and videos go; default outputs/eval/<date>/<time>_<job_name>."""
     job_name: str | None = field(default=None, metadata=facts(result_neutral=True))
     """Name of this run; default <env type>_<policy type>."""

@@ -16,10 +16,15 @@ RESULT_NEUTRAL = "result_neutral"
 ONLY_BACKEND = "only_backend"
 SECRET = "secret"
 REDACTED = "<redacted>"
+SHOWN_DEFAULT = "shown_default"
 
 
 def facts(
-    *, result_neutral: bool = False, only_backend: str | None = None, secret: bool = False
+    *,
+    result_neutral: bool = False,
+    only_backend: str | None = None,
+    secret: bool = False,
+    shown_default: str | None = None,
 ) -> dict[str, Any]:
     """The metadata of a config field.
 
@@ -28,8 +33,12 @@ def facts(
     `only_backend`: the setting is read by that `--eval.backend` alone; with another it is an
     error rather than silently ignored.
     `secret`: a credential (an API key): never written to a result file, a report or a log.
+    `shown_default`: what `--help` prints as the default of a field computed at run time
+    (`outputs/train/<date>/<time>_<job_name>`).
     """
     metadata: dict[str, Any] = {}
+    if shown_default is not None:
+        metadata[SHOWN_DEFAULT] = shown_default
     if secret:
         metadata[SECRET] = True
     if result_neutral:

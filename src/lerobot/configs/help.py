@@ -25,10 +25,10 @@ from typing import Any
 import draccus
 from draccus.wrappers.docstring import get_attribute_docstring
 
+from lerobot.configs.fields import SHOWN_DEFAULT
+
 WIDTH = 100
 INDENT = "      "
-# Placeholders for values computed at run time (see the fields' docstrings).
-RUNTIME_DEFAULTS = {"output_dir": "outputs/eval/<date>/<time>_<job_name>"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,8 +159,8 @@ def kind_of(annotation: Any) -> str:
 
 
 def default_text(field: dataclasses.Field) -> str:
-    if field.name in RUNTIME_DEFAULTS:
-        return RUNTIME_DEFAULTS[field.name]
+    if SHOWN_DEFAULT in field.metadata:  # computed at run time (see the field's docstring)
+        return field.metadata[SHOWN_DEFAULT]
     if field.default is not dataclasses.MISSING:
         value = field.default
     elif field.default_factory is not dataclasses.MISSING:

@@ -57,7 +57,10 @@ class TrainPipelineConfig:
     rename_map: dict[str, str] = field(default_factory=dict)
     """Rename dataset (and in-loop eval) observation keys to the policy's, e.g.
     '{"observation.images.image": "observation.images.camera1"}'."""
-    output_dir: Path | None = field(default=None, metadata=facts(result_neutral=True))
+    output_dir: Path | None = field(
+        default=None,
+        metadata=facts(result_neutral=True, shown_default="outputs/train/<date>/<time>_<job_name>"),
+    )
     """Checkpoints go to <output_dir>/checkpoints/<step>/, evaluations to <output_dir>/eval/step_<N>/;
     default outputs/train/<date>/<time>_<job_name>."""
     job_name: str | None = field(default=None, metadata=facts(result_neutral=True))
