@@ -200,3 +200,43 @@ def test_lerobots_resume_command_continues_from_the_checkpoints_train_config(tmp
     cfg = parse_config(TrainPipelineConfig, [f"--config_path={saved}", "--resume=true", "--steps=3"])
     assert (cfg.output_dir, cfg.policy.dim_model, cfg.batch_size) == (out, 16, 4)
     assert train(cfg).last_step == 3
+
+
+def test_a_run_killed_before_its_first_checkpoint_resumes_from_step_0(tmp_path, dataset, caplog):
+    """Killed while writing its first checkpoint: no `last`, a step folder cut short. The
+    directory neither restarts (not empty) nor resumed before; now it resumes from scratch."""
+    flags = (*TINY_ACT, "--steps=4", "--save_freq=2", "--policy.optimizer_lr=1e-3")
+    uninterrupted = train(train_config(dataset, tmp_path / "whole", *flags))
+    out = tmp_path / "run"
+    train(train_config(dataset, out, *flags))
+    shutil.rmtree(out / "checkpoints/000004")
+    (out / "checkpoints/last").unlink()
+    optimizer = out / "checkpoints/000002/training_state/optimizer_state.safetensors"
+    optimizer.write_bytes(optimizer.read_bytes()[:100])  # cut short mid-write
+
+    caplog.set_level("WARNING", logger="lerobot")
+    resumed = train(train_config(dataset, out, *flags, "--resume=true"))
+
+    assert resumed.last_step == 4 and resumed.last_loss == uninterrupted.last_loss
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "000002 is not usable: training_state/optimizer_state.safetensors is unreadable" in messages
+    assert "holds no complete checkpoint" in messages and "training starts from step 0" in messages
+
+
+def test_a_damaged_last_checkpoint_falls_back_to_the_one_before(tmp_path, dataset, caplog):
+    flags = (*TINY_ACT, "--steps=4", "--save_freq=2", "--policy.optimizer_lr=1e-3")
+    out = tmp_path / "run"
+    uninterrupted = train(train_config(dataset, out, *flags))
+    expected = load_file(out / "checkpoints/000004/pretrained_model/model.safetensors")
+    (out / "checkpoints/000004/training_state/training_step.json").unlink()  # broken by hand
+
+    caplog.set_level("WARNING", logger="lerobot")
+    resumed = train(train_config(dataset, out, *flags, "--steps=4", "--resume=true"))
+
+    assert resumed.last_step == 4 and resumed.last_loss == uninterrupted.last_loss
+    assert "000004 is not usable: training_state/training_step.json is missing" in " ".join(
+        r.getMessage() for r in caplog.records
+    )
+    weights = load_file(out / "checkpoints/000004/pretrained_model/model.safetensors")
+    for key, value in expected.items():
+        torch.testing.assert_close(weights[key], value, rtol=0, atol=0, msg=key)

@@ -145,6 +145,43 @@ def save_training_state(
     (directory / "training_step.json").write_text(json.dumps({"step": step}))
 
 
+def numbered_checkpoints(output_dir: Path) -> list[Path]:
+    """The step folders under <output_dir>/checkpoints, newest first."""
+    folder = Path(output_dir) / CHECKPOINTS_DIR
+    if not folder.is_dir():
+        return []
+    steps = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and p.name.isdigit()]
+    return sorted(steps, key=lambda p: int(p.name), reverse=True)
+
+
+def checkpoint_problem(directory: Path) -> str | None:
+    """What keeps a resume from using `directory` (a file missing, cut short or unreadable), or
+    None. Checked before anything is loaded, so a broken checkpoint leaves no half-loaded state."""
+    from safetensors import safe_open
+
+    pretrained, state = directory / PRETRAINED_DIR, directory / TRAINING_STATE_DIR
+    needed = [
+        pretrained / "model.safetensors",
+        pretrained / "config.json",
+        state / "optimizer_state.safetensors",
+        state / "optimizer_param_groups.json",
+        state / "scheduler_state.json",
+        state / "training_step.json",
+    ]
+    for path in needed:
+        try:
+            if path.suffix == ".json":
+                json.loads(path.read_text())
+            else:
+                with safe_open(str(path), "pt") as opened:
+                    opened.keys()
+        except FileNotFoundError:
+            return f"{path.relative_to(directory)} is missing"
+        except Exception as exc:  # json and safetensors each raise their own kinds
+            return f"{path.relative_to(directory)} is unreadable ({type(exc).__name__})"
+    return None
+
+
 def load_training_state(
     directory: Path,
     optimizer: torch.optim.Optimizer,

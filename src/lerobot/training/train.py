@@ -49,11 +49,11 @@ from lerobot.training.batches import (
     window_offsets,
 )
 from lerobot.training.checkpoints import (
-    CHECKPOINTS_DIR,
-    LAST,
     PRETRAINED_DIR,
     TRAINING_STATE_DIR,
+    checkpoint_problem,
     load_training_state,
+    numbered_checkpoints,
     save_checkpoint,
 )
 from lerobot.utils.constants import ACTION
@@ -404,13 +404,29 @@ def build_optimizer(opt: OptimizerConfig, params: Any) -> torch.optim.Optimizer:
 def resume(cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, scheduler) -> int:
     """Load the last checkpoint: weights, optimizer, schedule, step and the random states, so the
     run goes on drawing the batches and noise an uninterrupted run would have drawn."""
-    last = Path(cfg.output_dir) / CHECKPOINTS_DIR / LAST
-    if not last.exists():
-        raise ConfigError(f"--resume=true: no checkpoint at {last}; start without --resume")
-    load_weights(policy, last / PRETRAINED_DIR)
-    step = load_training_state(last / TRAINING_STATE_DIR, optimizer, scheduler)
-    logger.info("resumed from %s at step %d", last.resolve(), step)
+    chosen = usable_checkpoint(Path(cfg.output_dir))
+    if chosen is None:
+        logger.warning(
+            "--resume=true: %s holds no complete checkpoint (the run stopped before its first was "
+            "written); training starts from step 0",
+            cfg.output_dir,
+        )
+        return 0
+    load_weights(policy, chosen / PRETRAINED_DIR)
+    step = load_training_state(chosen / TRAINING_STATE_DIR, optimizer, scheduler)
+    logger.info("resumed from %s at step %d", chosen, step)
     return step
+
+
+def usable_checkpoint(output_dir: Path) -> Path | None:
+    """The newest complete checkpoint; those after it (cut short by a kill, or damaged) are
+    named and skipped: the run redoes their steps and writes them again."""
+    for directory in numbered_checkpoints(output_dir):
+        problem = checkpoint_problem(directory)
+        if problem is None:
+            return directory
+        logger.warning("checkpoint %s is not usable: %s; trying the one before", directory, problem)
+    return None
 
 
 def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> float:
