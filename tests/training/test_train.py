@@ -240,3 +240,51 @@ def test_a_damaged_last_checkpoint_falls_back_to_the_one_before(tmp_path, datase
     weights = load_file(out / "checkpoints/000004/pretrained_model/model.safetensors")
     for key, value in expected.items():
         torch.testing.assert_close(weights[key], value, rtol=0, atol=0, msg=key)
+
+
+def test_an_in_loop_evaluation_the_harness_failed_is_reported_not_scored(
+    tmp_path, dataset, register_env_type
+):
+    """Its env cannot start: training goes on, the evaluation has no rate and is incomplete."""
+    from dataclasses import fields
+
+    from lerobot.envs.metaworld import MetaworldEnvConfig
+    from tests.evaluation.test_harness_failures import CrashingMetaworld
+
+    register_env_type("metaworld_crashing", CrashingMetaworld)
+    marker = tmp_path / "broken"
+    marker.touch()
+    eval_flags = ("--env.type=metaworld", "--env.task=reach-v3", *ENV_FLAGS, "--env.episode_length=5")
+    eval_flags += ("--eval.n_episodes=1", "--eval.batch_size=1", "--eval.max_episode_retries=0", "--seed=7")
+    cfg = train_config(dataset, tmp_path / "run", *TINY_ACT, "--steps=2", *eval_flags)
+    cfg.env_eval_freq = 2
+    settings = {f.name: getattr(cfg.env, f.name) for f in fields(MetaworldEnvConfig)}
+    cfg.env = CrashingMetaworld(**settings, crash_seed=7, marker=str(marker))
+
+    result = train(cfg)
+
+    assert result.last_step == 2 and result.incomplete_evals == [2] and result.eval_success == {}
+    info = json.loads((tmp_path / "run/eval/step_2/eval_info.json").read_text())
+    assert info["complete"] is False and info["n_episodes_failed"] == 1
+
+
+def test_lerobot_train_exits_3_when_an_in_loop_evaluation_is_incomplete(
+    monkeypatch, tmp_path, dataset, capsys
+):
+    """The exit code itself (the incomplete evaluation is the test above)."""
+    from lerobot.scripts import lerobot_train
+    from lerobot.training import train as train_module
+    from lerobot.utils.errors import EXIT_INCOMPLETE
+
+    monkeypatch.setattr(
+        train_module, "train", lambda cfg: train_module.TrainResult(2, 0.1, incomplete_evals=[2])
+    )
+    argv = [
+        f"--dataset.root={dataset}",
+        f"--output_dir={tmp_path / 'run'}",
+        *TINY_ACT,
+        "--steps=2",
+        "--eval_freq=0",
+    ]
+    assert lerobot_train.main(argv) == EXIT_INCOMPLETE
+    assert "in-training evaluations at steps [2] are incomplete" in capsys.readouterr().err

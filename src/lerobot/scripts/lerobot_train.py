@@ -20,7 +20,7 @@ import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.scripts.cli import start_cli
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         result.last_loss or 0.0,
         cfg.output_dir,
     )
+    if result.incomplete_evals:
+        sys.stderr.write(
+            f"in-training evaluations at steps {result.incomplete_evals} are incomplete: episodes failed "
+            f"for the harness (see {cfg.output_dir}/eval/step_<N>/episodes.jsonl)\n"
+        )
+        return EXIT_INCOMPLETE
     return 0
 
 

@@ -100,7 +100,10 @@ class TrainResult:
     last_loss: float | None
     checkpoints: list[Path] = field(default_factory=list)
     eval_success: dict[int, float] = field(default_factory=dict)
-    """Step -> overall success rate in percent, for every in-loop evaluation."""
+    """Step -> overall success rate in percent, for every in-loop evaluation with a rate."""
+    incomplete_evals: list[int] = field(default_factory=list)
+    """Steps whose in-loop evaluation had episodes fail for the harness (an env that could
+    not start, say): their rates leave those out, or there is none; the run is incomplete."""
     trainee: Trainee | None = None
     """The trained policy with its statistics, as it is in memory at the end."""
 
@@ -180,7 +183,11 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
             # Evaluation draws from its own copy of the random states: training continues with
             # the draws it would have made without it, as a run resumed from this step does.
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-                result.eval_success[step] = evaluate_in_loop(cfg, trainee, step, wandb_run)
+                evaluated = evaluate_in_loop(cfg, trainee, step, wandb_run)
+            if evaluated.pc_success is not None:
+                result.eval_success[step] = evaluated.pc_success
+            if not evaluated.complete:
+                result.incomplete_evals.append(step)
             started, samples_since = time.perf_counter(), 0
     if wandb_run is not None:
         wandb_run.finish()
@@ -429,7 +436,16 @@ def usable_checkpoint(output_dir: Path) -> Path | None:
     return None
 
 
-def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> float:
+@dataclass(frozen=True)
+class InLoopEval:
+    """What one in-training evaluation gave: its success rate (None: no episode ran to its
+    end) and whether every episode did (episodes the harness failed are left out of the rate)."""
+
+    pc_success: float | None
+    complete: bool
+
+
+def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> InLoopEval:
     """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/, with
     the training's config as their provenance (a resumed training redoes the step's evaluation)."""
     out = Path(cfg.output_dir) / "eval" / f"step_{step}"
@@ -450,13 +466,25 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
         run = run_evaluation(RunPlan.from_config(cfg.env.tasks(), cfg.eval), backend, output)
     finally:
         trainee.policy.train()
+    complete = run.complete and not run.n_episodes_failed
+    if not complete:
+        reasons = [e.failure_reason for task in run.tasks for e in task.episodes if e.failure_reason]
+        logger.warning(
+            "step %d: eval incomplete: %d episodes failed for the harness (%s); results in %s",
+            step,
+            run.n_episodes_failed,
+            reasons[0] if reasons else "stopped",
+            out,
+        )
+    if not run.overall.n_episodes:
+        return InLoopEval(None, complete)
     success = 100 * run.overall.success_rate
     logger.info(
         "step %d: eval success %.1f%% over %d episodes (%s)", step, success, run.overall.n_episodes, out
     )
     if wandb_run is not None:
         wandb_run.log({"eval/pc_success": success}, step=step)
-    return success
+    return InLoopEval(success, complete)
 
 
 def log_step(
