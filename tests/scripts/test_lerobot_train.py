@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +113,29 @@ def test_more_than_one_training_process_is_refused(monkeypatch, capsys):
     monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun and a multi-GPU `accelerate launch` set
     assert lerobot_train.main(["--policy.type=act"]) == 2
     assert capsys.readouterr().err.startswith("WORLD_SIZE=2: lerobot-train trains in one process")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_saves_the_last_whole_step_and_resume_continues(tmp_path, signum):
+    """A real lerobot-train process stopped mid-run: one line, 128 + the signal, and the steps
+    since the last checkpoint are not lost."""
+    dataset, out = write_dataset(tmp_path / "dataset"), tmp_path / "run"
+    flags = [f"--dataset.root={dataset}", f"--output_dir={out}", *TINY_ACT, "--eval_freq=0", "--batch_size=2"]
+    flags += ["--num_workers=0", "--log_freq=1", "--save_freq=100000"]
+    program = str(Path(sys.executable).parent / "lerobot-train")
+    process = subprocess.Popen([program, *flags, "--steps=100000"], stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+        if re.search(r"step 3: loss=", line):
+            break
+    process.send_signal(signum)
+    _, rest = process.communicate(timeout=300)
+
+    assert process.returncode == 128 + signum
+    assert (
+        rest.strip().splitlines()[-1].startswith(f"lerobot-train: stopped by {signal.Signals(signum).name};")
+    )
+    last = out / "checkpoints/last"
+    step = json.loads((last / "training_state/training_step.json").read_text())["step"]
+    assert step >= 3 and last.resolve().name == f"{step:06d}"
+    assert lerobot_train.main([*flags, f"--steps={step + 2}", "--resume=true"]) == 0
+    assert json.loads((last / "training_state/training_step.json").read_text())["step"] == step + 2

@@ -21,6 +21,7 @@ from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.scripts.cli import start_cli
 from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError
+from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +44,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lerobot.training.train import train
 
     try:
-        result = train(cfg)
+        with interrupts_as_exceptions():
+            result = train(cfg)
     except (ConfigError, DatasetError) as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
+    except Interrupted as stop:  # the loop saved its last whole step first
+        sys.stderr.write(
+            f"lerobot-train: stopped by {stop.signal_name}; --resume=true with --output_dir={cfg.output_dir} continues\n"
+        )
+        return stop.exit_code
     logger.info(
         "done at step %d (loss %.4f); outputs in %s",
         result.last_step,

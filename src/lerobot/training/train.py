@@ -59,6 +59,7 @@ from lerobot.training.checkpoints import (
 from lerobot.utils.constants import ACTION
 from lerobot.utils.device_utils import resolve_device
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.signals import signals_deferred, stop_at_the_next_signal
 
 logger = logging.getLogger(__name__)
 
@@ -145,53 +146,72 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
         cfg.steps,
     )
     policy.train()
-    started, samples_since = time.perf_counter(), 0
-    for step, rows_batch in enumerate(loader, start=done + 1):
-        batch = windows.on_device(rows_batch, device)
-        loss, info = trainee.loss(batch)
-        grad_norm = optimization_step(loss, policy, optimizer, scheduler, cfg.optimizer.grad_clip_norm)
-        samples_since += len(batch[ACTION])
-        result.last_step, result.last_loss = step, float(loss.detach())
-        if step % cfg.log_freq == 0 or step == cfg.steps:
-            elapsed = time.perf_counter() - started
-            log_step(
-                step,
-                result.last_loss,
-                info,
-                scheduler.get_last_lr()[0],
-                samples_since / elapsed,
-                wandb_run,
-                float(grad_norm),
-            )
-            started, samples_since = time.perf_counter(), 0
-        if held_out_loss is not None and cfg.eval_steps > 0 and step % cfg.eval_steps == 0:
-            held_out_loss.log(trainee, device, step, wandb_run)
-        if cfg.save_now(step):
-            path = save_checkpoint(
-                cfg.output_dir,
-                step,
-                policy,
-                trainee.stats,
-                optimizer,
-                scheduler,
-                task_steps=trainee.task_steps,
-                train_config=encode_config(cfg),
-            )
+    started, samples_since, saved_step = time.perf_counter(), 0, done
+    try:
+        for step, rows_batch in enumerate(loader, start=done + 1):
+            # A stop signal waits while a step updates the weights and a checkpoint is written:
+            # a stopped run always has a whole step to save.
+            with signals_deferred():
+                batch = windows.on_device(rows_batch, device)
+                loss, info = trainee.loss(batch)
+                grad_norm = optimization_step(
+                    loss, policy, optimizer, scheduler, cfg.optimizer.grad_clip_norm
+                )
+                samples_since += len(batch[ACTION])
+                result.last_step, result.last_loss = step, float(loss.detach())
+                if step % cfg.log_freq == 0 or step == cfg.steps:
+                    elapsed = time.perf_counter() - started
+                    log_step(
+                        step,
+                        result.last_loss,
+                        info,
+                        scheduler.get_last_lr()[0],
+                        samples_since / elapsed,
+                        wandb_run,
+                        float(grad_norm),
+                    )
+                    started, samples_since = time.perf_counter(), 0
+                if held_out_loss is not None and cfg.eval_steps > 0 and step % cfg.eval_steps == 0:
+                    held_out_loss.log(trainee, device, step, wandb_run)
+                if cfg.save_now(step):
+                    path = save_state(cfg, trainee, optimizer, scheduler, step)
+                    result.checkpoints.append(path)
+                    saved_step = step
+                    logger.info("step %d: checkpoint saved to %s", step, path)
+            if cfg.evaluate_now(step):
+                # Evaluation draws from its own copy of the random states: training continues with
+                # the draws it would have made without it, as a run resumed from this step does.
+                with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                    evaluated = evaluate_in_loop(cfg, trainee, step, wandb_run)
+                if evaluated.pc_success is not None:
+                    result.eval_success[step] = evaluated.pc_success
+                if not evaluated.complete:
+                    result.incomplete_evals.append(step)
+                started, samples_since = time.perf_counter(), 0
+    except KeyboardInterrupt:  # SIGINT; SIGTERM too under lerobot-train (utils.signals.Interrupted)
+        stop_at_the_next_signal()
+        if result.last_step > saved_step:
+            path = save_state(cfg, trainee, optimizer, scheduler, result.last_step)
             result.checkpoints.append(path)
-            logger.info("step %d: checkpoint saved to %s", step, path)
-        if cfg.evaluate_now(step):
-            # Evaluation draws from its own copy of the random states: training continues with
-            # the draws it would have made without it, as a run resumed from this step does.
-            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-                evaluated = evaluate_in_loop(cfg, trainee, step, wandb_run)
-            if evaluated.pc_success is not None:
-                result.eval_success[step] = evaluated.pc_success
-            if not evaluated.complete:
-                result.incomplete_evals.append(step)
-            started, samples_since = time.perf_counter(), 0
+            logger.warning("stopped: step %d saved to %s; --resume=true continues", result.last_step, path)
+        raise
     if wandb_run is not None:
         wandb_run.finish()
     return result
+
+
+def save_state(cfg: TrainPipelineConfig, trainee: Trainee, optimizer, scheduler, step: int) -> Path:
+    """Checkpoint `step`, with the run's flags for LeRobot's `--config_path=... --resume=true`."""
+    return save_checkpoint(
+        cfg.output_dir,
+        step,
+        trainee.policy,
+        trainee.stats,
+        optimizer,
+        scheduler,
+        task_steps=trainee.task_steps,
+        train_config=encode_config(cfg),
+    )
 
 
 def set_backend_flags(cudnn_deterministic: bool) -> None:

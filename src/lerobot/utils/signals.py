@@ -69,3 +69,13 @@ def signals_deferred() -> Iterator[None]:
         if _deferral_depth == 0 and _pending_signal is not None:
             signum, _pending_signal = _pending_signal, None
             raise Interrupted(signum)
+
+
+def stop_at_the_next_signal() -> None:
+    """After a first SIGINT or SIGTERM, while the run saves what it has: a second one ends the
+    process at once (the signal's default action), as a user pressing Ctrl-C twice expects."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
