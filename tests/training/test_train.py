@@ -15,6 +15,7 @@ from lerobot.configs.train import TrainPipelineConfig
 from lerobot.datasets.reader import load_episodes
 from lerobot.training.batches import Windows
 from lerobot.training.train import train
+from lerobot.utils.errors import ConfigError
 from tests.policies.checkpoints import load
 from tests.training.conftest import ENV_FLAGS, TINY_ACT, make_frames, write_dataset
 
@@ -288,3 +289,12 @@ def test_lerobot_train_exits_3_when_an_in_loop_evaluation_is_incomplete(
     ]
     assert lerobot_train.main(argv) == EXIT_INCOMPLETE
     assert "in-training evaluations at steps [2] are incomplete" in capsys.readouterr().err
+
+
+def test_resuming_with_fewer_steps_than_done_is_refused_in_one_line(tmp_path, dataset):
+    out = tmp_path / "run"
+    train(train_config(dataset, out, *TINY_ACT, "--steps=4", "--save_freq=4"))
+    with pytest.raises(
+        ConfigError, match=r"^--steps=2: the run in --output_dir=.* is already at step 4; pass --steps=4"
+    ):
+        train(train_config(dataset, out, *TINY_ACT, "--steps=2", "--resume=true"))

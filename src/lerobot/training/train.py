@@ -130,6 +130,11 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
     policy = trainee.policy.to(device)
     optimizer, scheduler = make_optimizer(cfg, policy)
     done = resume(cfg, policy, optimizer, scheduler) if cfg.resume else 0
+    if done > cfg.steps:
+        raise ConfigError(
+            f"--steps={cfg.steps}: the run in --output_dir={cfg.output_dir} is already at step {done}; "
+            f"pass --steps={done} or more to continue it"
+        )
     windows = Windows(frames, list(cfg.policy.input_features), *window_offsets(cfg.policy))
     order = EpochOrder(frames, cfg.seed, getattr(cfg.policy, "drop_n_last_frames", 0))
     settings = loader_settings(cfg, device)
