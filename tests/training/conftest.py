@@ -43,9 +43,13 @@ def make_frames(lengths=(6, 4), seed: int = 0) -> EpisodeFrames:
     )
 
 
-def write_dataset(root: Path) -> Path:
-    """make_frames' episodes written as a v3 dataset at `root` (without the env state)."""
+def write_dataset(root: Path, nan_at: tuple[int, int] | None = None) -> Path:
+    """make_frames' episodes written as a v3 dataset at `root` (without the env state);
+    `nan_at=(episode, step)` puts a NaN in that frame's state."""
     frames = make_frames()
+    if nan_at is not None:
+        episode, step = nan_at
+        frames.vectors["observation.state"][frames.episode_starts[episode] + step, 1] = np.nan
     recorder = DatasetRecorder(root, fps=10, task="reach")
     for episode, (start, length) in enumerate(
         zip(frames.episode_starts, frames.episode_lengths, strict=True)

@@ -298,3 +298,29 @@ def test_resuming_with_fewer_steps_than_done_is_refused_in_one_line(tmp_path, da
         ConfigError, match=r"^--steps=2: the run in --output_dir=.* is already at step 4; pass --steps=4"
     ):
         train(train_config(dataset, out, *TINY_ACT, "--steps=2", "--resume=true"))
+
+
+def test_a_nan_in_the_dataset_is_refused_naming_where_it_is(tmp_path):
+    from lerobot.datasets.reader import DatasetError
+
+    dataset = write_dataset(tmp_path / "dataset", nan_at=(1, 2))
+    with pytest.raises(
+        DatasetError, match=r"observation.state is not finite in episode 1, frame 2 \(1 frames in all\)"
+    ):
+        train(train_config(dataset, tmp_path / "run", *TINY_ACT, "--steps=1"))
+
+
+def test_a_diverging_loss_stops_training_before_the_weights_turn_nan(tmp_path, dataset):
+    """A learning rate of 1e30 blows the loss up within a few steps: training stops in one
+    line, and the last checkpoint holds finite weights."""
+    from lerobot.training.train import DivergedError
+
+    out = tmp_path / "run"
+    flags = (*TINY_ACT, "--steps=50", "--save_freq=1", "--policy.optimizer_lr=1e30")
+    with pytest.raises(
+        DivergedError, match=r"^the loss \(.*\) or its gradient \(.*\) is not finite"
+    ) as stopped:
+        train(train_config(dataset, out, *flags))
+    assert "\n" not in str(stopped.value)
+    weights = load_file(out / "checkpoints/last/pretrained_model/model.safetensors")
+    assert all(torch.isfinite(value).all() for value in weights.values())

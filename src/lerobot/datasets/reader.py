@@ -188,6 +188,8 @@ def load_episodes(
         cache = Path(cache_dir) if cache_dir is not None else root / FRAME_CACHE_DIR
         images[key] = cached_frames(root, info, table, key, rows, cache, tolerance_s)
     index = columns.pop("index")
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    check_finite(root, columns["vectors"], starts, np.asarray(selected))
     return EpisodeFrames(
         info=info,
         vectors=columns["vectors"],
@@ -200,6 +202,23 @@ def load_episodes(
         tasks=read_tasks(root),
         dataset_stats=read_dataset_stats(root),
     )
+
+
+def check_finite(
+    root: Path, vectors: dict[str, np.ndarray], starts: np.ndarray, episodes: np.ndarray
+) -> None:
+    """A NaN or inf in a state or action would turn the loss, then every weight, into NaN
+    while training reports nothing: refused at load, naming where it is."""
+    for key, values in vectors.items():
+        bad_rows = np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))
+        if len(bad_rows):
+            row = int(bad_rows[0])
+            slot = int(np.searchsorted(starts, row, side="right")) - 1
+            raise DatasetError(
+                f"--dataset.root={root}: {key} is not finite in episode {int(episodes[slot])}, frame "
+                f"{row - int(starts[slot])} ({len(bad_rows)} frames in all); fix or leave out those episodes "
+                "(--dataset.episodes)"
+            )
 
 
 def read_dataset_stats(root: Path) -> dict[str, dict[str, np.ndarray]]:

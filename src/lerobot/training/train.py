@@ -392,6 +392,11 @@ def make_optimizer(cfg: TrainPipelineConfig, policy: PreTrainedPolicy):
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+class DivergedError(ConfigError):
+    """The loss or its gradient became NaN or inf: settings or data the user can change, told
+    in one line (exit 2) instead of a run that goes on training NaN weights."""
+
+
 def optimization_step(
     loss: torch.Tensor,
     policy: PreTrainedPolicy,
@@ -406,6 +411,13 @@ def optimization_step(
     loss.backward()
     limit = grad_clip_norm if grad_clip_norm > 0 else float("inf")
     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), limit)
+    if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+        # Before the step: the weights stay finite, and so does every checkpoint.
+        raise DivergedError(
+            f"the loss ({float(loss):g}) or its gradient ({float(grad_norm):g}) is not finite; training "
+            "stopped, checkpoints/last holds the last finite weights (lower --policy.optimizer_lr, or check "
+            "the dataset)"
+        )
     optimizer.step()
     scheduler.step()
     return grad_norm
