@@ -319,6 +319,37 @@ def dataset_root(cfg: TrainPipelineConfig) -> Path:
     return resolve_dataset_repo(cfg.dataset.repo_id, cfg.dataset.revision)
 
 
+def check_declared_inputs(policy_cfg: CheckpointPolicyConfig, dataset_inputs: dict[str, Any]) -> None:
+    """Inputs the policy declares (its checkpoint's, or --policy.input_features) must be the
+    dataset's, with the dataset's shapes: otherwise it would train on other data than its
+    config.json says (images may differ in size when the policy's processor resizes them; up to
+    --policy.empty_cameras cameras may be missing), or fail after minutes of training."""
+    flag = "--policy.path" if policy_cfg.pretrained_path is not None else "--policy.input_features"
+    missing_cameras = 0
+    for key, feature in policy_cfg.input_features.items():
+        given = dataset_inputs.get(key)
+        if (
+            given is None
+            and feature.type is FeatureType.VISUAL
+            and missing_cameras < policy_cfg.empty_cameras
+        ):
+            missing_cameras += 1
+            continue
+        if given is None:
+            raise ConfigError(
+                f"{flag}: the policy reads {key}, which the dataset lacks (it has {', '.join(dataset_inputs)}); "
+                "map dataset keys to the policy's with --rename_map"
+            )
+        resized = feature.type is FeatureType.VISUAL and policy_cfg.resizes_images()
+        same = tuple(given.shape) == tuple(feature.shape) or (resized and given.shape[0] == feature.shape[0])
+        if not same:
+            shape = "x".join(map(str, feature.shape))
+            raise ConfigError(
+                f"{flag}: {key} is {shape} for the policy and {'x'.join(map(str, given.shape))} in the dataset; "
+                "declare the dataset's shape (or leave --policy.input_features out to take it)"
+            )
+
+
 def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
     """The policy to train: a fresh one whose features are the dataset's (those the env also
     provides), or, with --policy.path, the checkpoint's weights, inputs and instruction steps
@@ -330,6 +361,8 @@ def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
         inputs = matching_env_inputs(inputs, env_features, policy_cfg)
     if not policy_cfg.input_features:
         policy_cfg.input_features = inputs
+    else:
+        check_declared_inputs(policy_cfg, inputs)
     if policy_cfg.pretrained_path is not None or not policy_cfg.output_features:
         policy_cfg.output_features = outputs
     policy_cfg.__post_init__()  # re-validate now that the features are known

@@ -135,6 +135,10 @@ class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
         if self.compile_model:
             logger.warning("--policy.compile_model=true: ignored; SmolVLA runs eagerly here")
 
+    def resizes_images(self) -> bool:
+        """SmolVLA pads and resizes every camera to --policy.resize_imgs_with_padding itself."""
+        return self.resize_imgs_with_padding is not None
+
     def _check_ranges(self) -> None:
         if not 1 <= self.n_action_steps <= self.chunk_size:
             raise ConfigError(
