@@ -16,6 +16,7 @@ import torch
 
 from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
 from lerobot.scripts import lerobot_eval, lerobot_train
+from tests.configs.test_train_flags import SEEDS_TRAIN_COMMAND
 from tests.policies.smolvla_checkpoints import (
     VLM_DIR,
     materialize,
@@ -75,32 +76,8 @@ def test_seeds_libero_train_then_eval_commands(tmp_path, hub_cache, policy_calls
     populate_hub_cache(hub_cache, "lerobot/smolvla_base", materialize("smolvla", tmp_path / "base"))
     populate_hub_cache(hub_cache, "lerobot/libero", write_libero_dataset(tmp_path / "libero"), "dataset")
     out = tmp_path / "train-smoke"
-    train_argv = [
-        "--policy.path=lerobot/smolvla_base",
-        "--policy.load_vlm_weights=true",
-        "--policy.scheduler_decay_steps=25000",
-        "--policy.freeze_vision_encoder=false",
-        "--policy.train_expert_only=false",
-        "--dataset.repo_id=lerobot/libero",
-        "--dataset.episodes=[0]",
-        "--dataset.use_imagenet_stats=false",
-        "--env.type=libero",
-        "--env.task=libero_spatial",
-        f"--env.camera_name_mapping={LIBERO_CAMERAS}",
-        "--policy.empty_cameras=1",
-        f"--output_dir={out}",
-        "--steps=1",
-        "--batch_size=1",
-        "--eval_freq=1",
-        "--eval.n_episodes=1",
-        "--eval.batch_size=1",
-        "--eval.use_async_envs=false",
-        "--save_freq=1",
-        "--policy.push_to_hub=false",
-        '--rename_map={"observation.images.image": "observation.images.camera1", '
-        '"observation.images.image2": "observation.images.camera2"}',
-        *SHORT_LIBERO,
-    ]
+    seeds = [f"--output_dir={out}" if arg.startswith("--output_dir=") else arg for arg in SEEDS_TRAIN_COMMAND]
+    train_argv = [*seeds, *SHORT_LIBERO]
     assert lerobot_train.main(train_argv) == 0
     assert eval_info(out / "eval/step_1")["overall"]["n_episodes"] == 1
     checkpoint = out / "checkpoints/last/pretrained_model"

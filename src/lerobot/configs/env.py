@@ -205,6 +205,12 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         """One env's gymnasium action space (a Box), known without building a simulator."""
         return self._gym_env_info().action_space
 
+    def action_dim(self) -> int | None:
+        """The length of one action when actions are flat vectors (None otherwise): what a
+        policy served elsewhere must return."""
+        shape = self.action_space().shape
+        return int(shape[0]) if len(shape) == 1 else None
+
     def policy_features(self) -> dict[str, PolicyFeature]:
         """What a policy receives and returns, under LeRobot's batch keys (default: LeRobot's
         `features` / `features_map` when the config has them, else the env's spaces)."""

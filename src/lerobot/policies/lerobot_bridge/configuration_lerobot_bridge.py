@@ -23,7 +23,7 @@ try:
     version = importlib.metadata.version("lerobot")
 except importlib.metadata.PackageNotFoundError:
     version = None
-print(json.dumps({"roots": roots, "version": version, "python": sys.version.split()[0]}))
+sys.stdout.write(json.dumps({"roots": roots, "version": version, "python": sys.version.split()[0]}))
 """
 MIN_LEROBOT = (0, 5)
 

@@ -164,7 +164,7 @@ class LeRobotBridgePolicy(PreTrainedPolicy):
         return hello
 
     def _check_hello(self, hello: dict[str, Any]) -> None:
-        wanted = _action_dim(self.env_cfg)
+        wanted = self.env_cfg.action_dim() if self.env_cfg is not None else None
         given = hello.get("action_dim")
         if wanted is not None and given is not None and wanted != given:
             self.close()
@@ -226,10 +226,3 @@ def _rows_of(batch: dict[str, Any], rows: list[int]) -> tuple[dict[str, np.ndarr
     tasks = batch.get(TASK)
     task = [str(tasks[row]) for row in rows] if isinstance(tasks, list | tuple) else None
     return arrays, task
-
-
-def _action_dim(env_cfg: EnvConfig | None) -> int | None:
-    if env_cfg is None:
-        return None
-    shape = env_cfg.action_space().shape
-    return int(shape[0]) if len(shape) == 1 else None

@@ -45,7 +45,7 @@ class WebsocketPolicy(PreTrainedPolicy):
         self.format = FORMATS[config.obs_format](config.resize_size)
         self.replan_steps = config.replan_steps or self.format.replan_steps
         self.env_cfg = env_cfg
-        self.action_dim = _action_dim(env_cfg)
+        self.action_dim = env_cfg.action_dim() if env_cfg is not None else None
         self._connections: dict[int, ServerConnection] = {}
         self._plans: dict[int, deque[np.ndarray]] = {}
         self._resets: dict[int, int | None] = {}
@@ -185,13 +185,6 @@ class WebsocketPolicy(PreTrainedPolicy):
                 cfg.uri, cfg.api_key, cfg.connect_timeout_s, cfg.request_timeout_s, cfg.reconnect_timeout_s
             )
         return self._connections[channel]
-
-
-def _action_dim(env_cfg: EnvConfig | None) -> int | None:
-    if env_cfg is None:
-        return None
-    shape = env_cfg.action_space().shape
-    return int(shape[0]) if len(shape) == 1 else None
 
 
 def _describe_server(metadata: dict[str, Any]) -> str:
