@@ -125,7 +125,9 @@ finally:
 """
 
 
-def build_checkpoint(directory: Path, chunk_size: int, n_action_steps: int, small: bool) -> Path:
+def build_checkpoint(
+    directory: Path, chunk_size: int, n_action_steps: int, small: bool, image_size: int = IMAGE_SIZE
+) -> Path:
     """A random ACT saved by our training code in LeRobot's checkpoint format."""
     import torch
 
@@ -135,7 +137,7 @@ def build_checkpoint(directory: Path, chunk_size: int, n_action_steps: int, smal
     from lerobot.training.checkpoints import save_pretrained
 
     inputs = {
-        "observation.image": PolicyFeature(FeatureType.VISUAL, (3, IMAGE_SIZE, IMAGE_SIZE)),
+        "observation.image": PolicyFeature(FeatureType.VISUAL, (3, image_size, image_size)),
         "observation.state": PolicyFeature(FeatureType.STATE, (STATE_DIM,)),
     }
     outputs = {"action": PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))}

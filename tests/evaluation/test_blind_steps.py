@@ -16,7 +16,7 @@ from gymnasium import spaces
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.factory import make_task_env
-from lerobot.envs.vector import LazyVectorEnv
+from lerobot.envs.vector import ChunkResult, LazyVectorEnv
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
 from lerobot.policies.pretrained import PreTrainedPolicy
@@ -106,9 +106,9 @@ def camera_vec(n_envs: int, renders: list[int]) -> LazyVectorEnv:
 
 
 def run_watched(env, policy, episodes, settings=None, hooks=None):
-    """Results, what every round stepped (slots and their actions), and which of those steps
-    were blind: watched at the env's `step_and_reset_at`, not through a step hook, which would
-    switch blind steps off."""
+    """Results, what every round stepped (slots and their actions, a chunk's actions one after
+    the other), and which of those steps were blind: watched at the env's
+    `step_and_reset_at`, not through a step hook, which would switch blind steps off."""
     rounds: list[tuple[list[int], list[list[float]]]] = []
     blind: list[bool] = []
     inner = env.step_and_reset_at
@@ -116,7 +116,8 @@ def run_watched(env, policy, episodes, settings=None, hooks=None):
     def watched(step_ids, actions, *args, **kwargs):
         steps, resets = inner(step_ids, actions, *args, **kwargs)
         rounds.append((list(step_ids), [np.asarray(a).tolist() for a in actions]))
-        blind.extend(not step.images for step in steps)
+        for step in steps:
+            blind.extend(not s.images for s in (step.steps if isinstance(step, ChunkResult) else [step]))
         return steps, resets
 
     env.step_and_reset_at = watched
@@ -128,6 +129,16 @@ def run_watched(env, policy, episodes, settings=None, hooks=None):
     return [(r.episode_index, r.seed, r.success, r.sum_reward, r.n_steps) for r in results], rounds, blind
 
 
+def actions_by_slot(rounds) -> dict[int, list[list[float]]]:
+    """Each slot's actions in the order it stepped them, whether they came one per round or
+    as chunks."""
+    stepped: dict[int, list[list[float]]] = {}
+    for slots, actions in rounds:
+        for slot, action in zip(slots, actions, strict=True):
+            stepped.setdefault(slot, []).extend(action if np.ndim(action) == 2 else [action])
+    return stepped
+
+
 def black_images_read(policy: ImageChunkingPolicy) -> list[tuple[int, int]]:
     """(round, slot) where the policy read a black image of a slot that steps in that round
     (an idle slot's row may repeat a blind observation: its action is never used)."""
@@ -137,8 +148,9 @@ def black_images_read(policy: ImageChunkingPolicy) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("continuous_batching", [True, False])
 def test_a_chunking_policy_skips_the_renders_it_does_not_read_with_unchanged_actions(continuous_batching):
     """Episodes of 2-6 steps in 3 slots: rows refill at different steps, so a round may need
-    some slots' images and not the others'."""
-    settings = RolloutSettings(start_seed=0, continuous_batching=continuous_batching)
+    some slots' images and not the others'. One step per round: chunks sent whole are
+    `test_act_on_metaworld_in_workers...`'s."""
+    settings = RolloutSettings(start_seed=0, continuous_batching=continuous_batching, chunks_in_workers=False)
     blind_renders, seeing_renders = [], []
     policy = ImageChunkingPolicy()
     results, rounds, blind = run_watched(camera_vec(3, blind_renders), policy, range(9), settings)
@@ -155,7 +167,12 @@ def test_a_chunking_policy_skips_the_renders_it_does_not_read_with_unchanged_act
 def test_a_policy_that_reads_rows_it_said_it_would_not_stops_the_run():
     """Its NaN-filled unrendered images give NaN actions, and the run stops naming the cause."""
     with pytest.raises(ValueError, match=r"NaN or inf actions .*rows \[\d.*rows_reading_images"):
-        run_watched(camera_vec(2, []), ImageChunkingPolicy(honest=False), range(4))
+        run_watched(
+            camera_vec(2, []),
+            ImageChunkingPolicy(honest=False),
+            range(4),
+            RolloutSettings(start_seed=0, chunks_in_workers=False),
+        )
 
 
 def test_step_hooks_and_videos_get_every_frame(tmp_path):
@@ -181,15 +198,19 @@ def test_act_on_metaworld_in_workers_renders_once_per_chunk_with_unchanged_resul
     act_checkpoint, one_torch_thread
 ):
     """n_action_steps=5, 11-step episodes in 2 async workers: 2 of 11 steps render their
-    images, and the actions and results equal a loop rendering every observation."""
+    images, each chunk's last 4 steps travel as one message, and the actions and results equal
+    a loop rendering every observation, one step per round."""
     env_flags = (*ENV_FLAGS["act"], "--env.episode_length=11", "--env.fast_render=true")
     loaded = load(act_checkpoint, env_flags=env_flags)
     [task] = loaded.cfg.env.tasks()
-    settings = RolloutSettings(
-        start_seed=5, preprocessor=loaded.preprocessor, postprocessor=loaded.postprocessor
-    )
 
     def run(use_async: bool, sees_all: bool):
+        settings = RolloutSettings(
+            start_seed=5,
+            preprocessor=loaded.preprocessor,
+            postprocessor=loaded.postprocessor,
+            chunks_in_workers=not sees_all,
+        )
         env = make_task_env(loaded.cfg.env, task, 2, use_async_envs=use_async)
         if sees_all:
             loaded.policy.rows_reading_images = lambda n_rows: range(n_rows)
@@ -201,7 +222,10 @@ def test_act_on_metaworld_in_workers_renders_once_per_chunk_with_unchanged_resul
     reference_results, reference_rounds, reference_blind = run(use_async=False, sees_all=True)
     results, rounds, blind = run(use_async=True, sees_all=False)
     assert results == reference_results and [r[-1] for r in results] == [11, 11]
-    assert rounds == reference_rounds
+    assert actions_by_slot(rounds) == actions_by_slot(reference_rounds)
+    # After the round that resets: steps 1, 6 and 11 one per round (each predicting a chunk),
+    # steps 2-5 and 7-10 as chunks.
+    assert (len(reference_rounds), len(rounds)) == (1 + 11, 1 + 5)
     assert not any(reference_blind)
     # Per episode, steps 4 and 9 return what the chunks at steps 5 and 10 read; the other 9
     # (the last one's included) render nothing.

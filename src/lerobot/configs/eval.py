@@ -47,6 +47,11 @@ class EvalConfig:
     continuous_batching: bool = field(default=True, metadata=facts(result_neutral=True))
     """Start the next pending episode in a slot as soon as its episode ends, instead of waiting
     for the whole batch. Per-episode results are identical either way."""
+    chunks_in_workers: bool = field(default=True, metadata=facts(result_neutral=True))
+    """A policy acting from a queued action chunk (ACT, SmolVLA, π0, a served policy) sends the
+    rest of each chunk to the env worker in one message, which steps it and renders only the
+    observation the policy reads next: one round trip per chunk instead of per step.
+    Per-episode results are identical either way."""
     resume: bool = field(default=False, metadata=facts(result_neutral=True))
     """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
     step_timeout_s: float = field(default=300.0, metadata=facts(result_neutral=True))

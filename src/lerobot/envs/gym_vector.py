@@ -84,6 +84,8 @@ class WholeBatchEnv:
         self.single_action_space = env.single_action_space
         self.metadata = dict(getattr(env, "metadata", None) or {})
         self.n_steps = [0] * self.num_envs
+        self.runs_action_chunks = False
+        """Every step is one call of the whole vector env: no chunk travels as one message."""
 
     def step_and_reset_at(
         self,

@@ -148,11 +148,15 @@ def _reserve(memory: shared_memory.SharedMemory, size: int) -> None:
 
 
 def map_observation(reply: Any, command: str, convert: Callable[[Any], Any]) -> Any:
-    """Apply `convert` to the observation inside a reset or step reply; other replies as is."""
+    """Apply `convert` to the observation inside a reset, step or chunk reply (a chunk's last
+    step carries the only observation); other replies as is."""
     if command == "reset" and isinstance(reply, tuple) and len(reply) == 2:
         return convert(reply[0]), reply[1]
     if command == "step" and dataclasses.is_dataclass(reply):
         return dataclasses.replace(reply, observation=convert(reply.observation))
+    if command == "steps" and dataclasses.is_dataclass(reply):
+        *before, last = reply.steps
+        return dataclasses.replace(reply, steps=(*before, map_observation(last, "step", convert)))
     return reply
 
 

@@ -11,6 +11,7 @@ want it and adds `reset_at` / `step_at` / `render_at` for the rollout loop.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import multiprocessing as mp
 import signal
@@ -53,6 +54,20 @@ class StepResult:
     images: bool = True
     """False: the observation's camera images were not rendered and are black, because the
     caller said nobody would look at them (`step_at`'s `blind_ids`)."""
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    """What one sub-env returned for a chunk of actions stepped in its worker (`step_and_reset_at`
+    given a 2-d action): one StepResult per step taken, in order. The chunk stops early at
+    termination or truncation. Only the last step carries its observation (None before it): the
+    policy reads none of the others, and they are never sent back."""
+
+    steps: tuple[StepResult, ...]
+
+    @property
+    def last(self) -> StepResult:
+        return self.steps[-1]
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,10 @@ class SlotEnv(Protocol):
     ) -> list[np.ndarray | SlotFailure]:
         """The current frame of each of `env_ids`."""
 
+    runs_action_chunks: bool
+    """True when `step_and_reset_at` takes a (steps, action_dim) chunk for a slot and steps it
+    in that slot's worker, answering a ChunkResult: one round trip per chunk, not per step."""
+
     def restart(self, env_ids: Sequence[int]) -> None:
         """Replace the given slots' envs by fresh ones (after a crash or a hang)."""
 
@@ -116,12 +135,9 @@ def _run_command(env: gym.Env, command: str, payload: Any) -> Any:
         seed, options = payload
         return env.reset(seed=seed, options=options)
     if command == "step":
-        action, want_frame, want_images = payload
-        blind = not (want_images or want_frame) and hasattr(env, "step_without_images")
-        step = env.step_without_images if blind else env.step
-        obs, reward, terminated, truncated, info = step(action)
-        frame = env.render() if want_frame else None
-        return StepResult(obs, float(reward), bool(terminated), bool(truncated), info, frame, not blind)
+        return _step_env(env, *payload)
+    if command == "steps":
+        return _step_chunk(env, *payload)
     if command == "render":
         return env.render()
     if command == "call":
@@ -129,6 +145,30 @@ def _run_command(env: gym.Env, command: str, payload: Any) -> Any:
         attr = getattr(env, name)
         return attr(*args, **kwargs) if callable(attr) else attr
     raise ValueError(f"unknown env command {command!r}")
+
+
+def _step_env(env: gym.Env, action: np.ndarray, want_frame: bool, want_images: bool) -> StepResult:
+    blind = not (want_images or want_frame) and hasattr(env, "step_without_images")
+    step = env.step_without_images if blind else env.step
+    obs, reward, terminated, truncated, info = step(action)
+    frame = env.render() if want_frame else None
+    return StepResult(obs, float(reward), bool(terminated), bool(truncated), info, frame, not blind)
+
+
+def _step_chunk(env: gym.Env, actions: np.ndarray, want_frames: bool) -> ChunkResult:
+    """Step `actions` in order until the episode ends. Only the last step renders the
+    observation's images (the policy reads the observation after its chunk, none inside it);
+    every step renders a frame when a video wants them. Observations before the last are
+    dropped here rather than sent back."""
+    steps = []
+    for k, action in enumerate(actions):
+        last = k == len(actions) - 1
+        step = _step_env(env, action, want_frames, want_images=last)
+        if step.terminated or step.truncated or last:
+            steps.append(step)
+            break
+        steps.append(dataclasses.replace(step, observation=None))
+    return ChunkResult(tuple(steps))
 
 
 def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None) -> None:
@@ -203,17 +243,22 @@ class _WorkerSlot:
         self.process.start()
         child_conn.close()
         self._command: str | None = None
+        self._n_steps = 1
         self._answered = False
 
     def send(self, command: str, payload: Any = None) -> None:
         self._command = command
+        self._n_steps = len(payload[0]) if command == "steps" else 1
         # A dead worker is reported by recv(), with its exit code.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
             self._conn.send((command, payload))
 
     def recv(self, timeout: float | None = None) -> tuple[str, Any]:
         """The worker's reply; a hung worker is killed after `timeout` seconds (its first reply,
-        which includes building the simulator, gets at least STARTUP_TIMEOUT_S)."""
+        which includes building the simulator, gets at least STARTUP_TIMEOUT_S). A chunk of
+        n steps gets n times `timeout`: the limit is for one hung step."""
+        if timeout is not None:
+            timeout *= self._n_steps
         if timeout is not None and not self._answered:
             timeout = max(timeout, STARTUP_TIMEOUT_S)
         try:
@@ -298,6 +343,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self.preload_modules = tuple(preload_modules)
         self.task = task
         """The task every sub-env runs, when the env was built for one (`make_task_env`)."""
+        self.runs_action_chunks = True
         self._slots: list[_InProcessSlot | _WorkerSlot] | None = None
 
     @classmethod
@@ -422,12 +468,16 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         blind_ids: Sequence[int] = (),
     ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
         """Step `step_ids` and reset `reset_ids` (disjoint) in one round, failures as SlotFailures
-        (`render_ids`, `blind_ids`: as for `step_at`).
+        (`render_ids`, `blind_ids`: as for `step_at`). A slot whose action is a (steps,
+        action_dim) chunk steps through it in its worker and answers a ChunkResult.
 
         Every command is sent before any reply is awaited, so with worker processes a slot
         starting its next episode resets while the others step, instead of holding them up.
         """
-        self._send(step_ids, "step", _step_payloads(step_ids, actions, render_ids, blind_ids))
+        commands, payloads = _step_commands(step_ids, actions, render_ids, blind_ids)
+        slots = self._ensure_started()
+        for env_id, command, payload in zip(step_ids, commands, payloads, strict=True):
+            slots[env_id].send(command, payload)
         self._send(reset_ids, "reset", list(zip(seeds, options, strict=True)))
         return self._gather(step_ids), self._gather(reset_ids)
 
@@ -494,6 +544,26 @@ def _step_payloads(
         (action, env_id in frames, env_id not in blind)
         for env_id, action in zip(env_ids, actions, strict=True)
     ]
+
+
+def _step_commands(
+    env_ids: Sequence[int],
+    actions: Sequence[np.ndarray],
+    render_ids: Sequence[int],
+    blind_ids: Sequence[int],
+) -> tuple[list[str], list[tuple]]:
+    """The command and payload of each stepped env: `step` for one action, `steps` (actions,
+    render a frame at every step?) for a chunk."""
+    single = _step_payloads(env_ids, actions, render_ids, blind_ids)
+    commands, payloads = [], []
+    for action, want_frame, want_images in single:
+        if np.ndim(action) == 2:
+            commands.append("steps")
+            payloads.append((action, want_frame))
+        else:
+            commands.append("step")
+            payloads.append((action, want_frame, want_images))
+    return commands, payloads
 
 
 def stack_observations(observations: Sequence[Any]) -> Any:

@@ -67,6 +67,15 @@ class RowActionQueue:
         self.position = [state[1] if state is not None else 0 for state in states]
         self.length = [state[2] if state is not None else 0 for state in states]
 
+    def take_rest(self, n_rows: int) -> list[torch.Tensor] | None:
+        """Every row's not-yet-executed actions, (steps_i, action_dim) each, now counted as
+        executed; None, with nothing changed, while some row needs a new chunk."""
+        if self.empty_rows(n_rows):
+            return None
+        rest = [self.actions[row, self.position[row] : self.length[row]] for row in range(n_rows)]
+        self.position = list(self.length)
+        return rest
+
     def pop(self) -> torch.Tensor:
         """The next action of every row, (rows, action_dim)."""
         if any(p >= n for p, n in zip(self.position, self.length, strict=True)):

@@ -20,6 +20,9 @@ from lerobot.utils.errors import ConfigError
 
 P = TypeVar("P", bound="PreTrainedPolicy")
 
+MAX_QUEUED_STEPS = 1000
+"""A bound on the actions `take_queued_actions` gathers one by one: no real queue is longer."""
+
 
 class RowPolicy(Protocol):
     """What the rollout loop calls on a policy: batch row i is env slot i.
@@ -41,6 +44,11 @@ class RowPolicy(Protocol):
 
     def rows_reading_images(self, n_rows: int) -> Sequence[int]:
         """The rows whose next `select_action` reads the camera images."""
+
+    def take_queued_actions(self, n_rows: int) -> list[torch.Tensor] | None:
+        """Every row's actions that depend on no coming observation, (steps, action_dim) per
+        row, as the next `select_action` calls would take them; None while some row reads its
+        next observation."""
 
     def parameters(self) -> Iterator[torch.Tensor]:
         """Where the policy computes is where its tensors live (no tensors: its config's device)."""
@@ -205,6 +213,26 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
         that answers fewer rows must never read images of the others (the rollout checks).
         """
         return range(n_rows)
+
+    def take_queued_actions(self, n_rows: int) -> list[torch.Tensor] | None:
+        """Each row's remaining queued actions, (steps_i, action_dim), taken out of the queue as
+        that many `select_action` calls would take them; None, with nothing changed, when some
+        row reads its next observation.
+
+        The rollout sends a row's whole rest of chunk to its env worker in one message and gets
+        one answer back, instead of one round trip per step (with 32 envs, the round trips, not
+        the simulation, bound a step). Rows may hold different numbers of actions: each row
+        then reads its next observation after its own chunk, as it would step by step. The
+        default takes actions through `actions_without_observation` while every row has one
+        (the same number for every row); a policy with per-row queues gives each row's rest.
+        """
+        steps = []
+        while len(steps) < MAX_QUEUED_STEPS:
+            actions = self.actions_without_observation(n_rows)
+            if actions is None:
+                break
+            steps.append(actions)
+        return list(torch.stack(steps, dim=1)) if steps else None
 
     def close(self) -> None:
         """Release what the policy holds outside this process (a policy server's connection),

@@ -63,6 +63,13 @@ class RecordingActions:
             self.actions.append(actions.clone())
         return actions
 
+    def take_queued_actions(self, n_rows):
+        """A chunk sent whole to the env counts as its steps' actions, one call each."""
+        rest = self.policy.take_queued_actions(n_rows)
+        if rest is not None:
+            self.actions.extend(action[None] for action in rest[0])  # one row in these tests
+        return rest
+
 
 # -- connecting ---------------------------------------------------------------------------
 
@@ -257,8 +264,9 @@ def test_chunks_are_consumed_replan_steps_at_a_time_per_row():
         results = run_fake(policy, n_envs=1, episodes=[0])  # seed 3: 5 steps
     assert results[0].n_steps == 5
     assert len(requests) == 2  # steps 0-2 from the first chunk, 3-4 from the second
+    # The second chunk's rest goes to the env whole; the episode ends before its last action.
     taken = [float(a[0, 0]) * 1000 for a in policy.actions]
-    np.testing.assert_allclose(taken, [1.0, 1.01, 1.02, 2.0, 2.01], atol=1e-4)
+    np.testing.assert_allclose(taken, [1.0, 1.01, 1.02, 2.0, 2.01, 2.02], atol=1e-4)
     assert "__lerobot__" in requests[0]  # the lerobot layout always names its rows
 
 

@@ -270,6 +270,9 @@ class ForeignPolicy:
     def actions_without_observation(self, n_rows: int) -> torch.Tensor | None:
         return None
 
+    def take_queued_actions(self, n_rows: int) -> list[torch.Tensor] | None:
+        return None
+
     def rows_reading_images(self, n_rows: int) -> Sequence[int]:
         return range(n_rows)
 

@@ -24,7 +24,7 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import EvalConfig
-from lerobot.envs.vector import SlotEnv, SlotFailure, StepResult, stack_observations
+from lerobot.envs.vector import ChunkResult, SlotEnv, SlotFailure, StepResult, stack_observations
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.policies.pretrained import RowPolicy
 from lerobot.processor.observation import observation_to_batch
@@ -74,6 +74,9 @@ class RolloutSettings:
     videos_dir: Path | None = None
     """The run's video folder; each task writes into its own subfolder (`videos_dir_for`)."""
     continuous_batching: bool = True
+    chunks_in_workers: bool = True
+    """A row inside an action chunk sends the rest of it to its env worker in one message
+    (`RowPolicy.take_queued_actions`); False: one round trip per step. Results are identical."""
     use_amp: bool = False
     max_episode_retries: int = 2
     rename_map: Mapping[str, str] = field(default_factory=dict)
@@ -98,6 +101,7 @@ class RolloutSettings:
             max_episodes_rendered=eval_cfg.max_episodes_rendered,
             videos_dir=Path(videos_dir) if videos_dir is not None else None,
             continuous_batching=eval_cfg.continuous_batching,
+            chunks_in_workers=eval_cfg.chunks_in_workers,
             use_amp=use_amp,
             max_episode_retries=eval_cfg.max_episode_retries,
             rename_map=dict(rename_map or {}),
@@ -234,6 +238,15 @@ class _RolloutLoop:
         self.blind: list[bool] = [False] * env.num_envs
         """Slot i's observation has black images (a blind step): the policy must not read them."""
         self.results: list[EpisodeResult] = []
+        self.cut_short: dict[int, str] = {}
+        """Slot -> why its episode ends after its current chunk: the policy's next queued action
+        is NaN or inf (the chunk was cut before it)."""
+        self.sends_chunks = (
+            settings.chunks_in_workers
+            and getattr(env, "runs_action_chunks", False)
+            and hooks.on_step is None  # a recording wants every observation
+            and hasattr(policy, "take_queued_actions")
+        )
         self.step_index = 0
         self.action_shape = (env.num_envs, *env.single_action_space.shape)
 
@@ -264,15 +277,18 @@ class _RolloutLoop:
         active = self._active_ids()
         if not active and not starting:
             return
-        actions = None
-        if active:
+        actions: Any = None
+        chunks = self._take_queued_chunks(active) if active and self.sends_chunks else None
+        if chunks is not None:
+            actions, active = chunks
+        elif active:
             actions = self._select_actions_or_fail(active)
             if actions is None:
                 return  # rows the policy failed are settled; the free slots start next round
             active = self._end_non_finite_rows(active, actions)
             self._report_steps(active, actions)
         recorded = [i for i in active if self.slots[i].video is not None]
-        blind = self._slots_stepping_blind(active, recorded)
+        blind = self._slots_stepping_blind(active, recorded) if chunks is None else []
         episodes = [self.pending.popleft() for _ in starting]
         seeds = [self.settings.start_seed + e for e in episodes]
         # The episode index travels with the reset: benchmarks with fixed initial states
@@ -289,13 +305,73 @@ class _RolloutLoop:
         )
         for env_id, outcome in zip(active, steps, strict=True):
             if isinstance(outcome, SlotFailure):
+                self.cut_short.pop(env_id, None)
                 self._handle_failure(env_id, outcome.describe("step"))
+            elif isinstance(outcome, ChunkResult):
+                self._apply_chunk(env_id, outcome)
             else:
                 self._apply_step(env_id, outcome)
         if active:
-            self.step_index += 1
+            self.step_index += max(len(actions[i]) for i in active) if chunks is not None else 1
         if starting:
             self._start_episodes(starting, episodes, seeds, resets)
+
+    def _take_queued_chunks(self, active: Sequence[int]) -> tuple[list[Any], list[int]] | None:
+        """(each slot's rest of chunk as a (steps, action_dim) array, the slots that step it),
+        or None when some row reads its next observation (the per-step path then runs).
+
+        A chunk stops at the task's step limit; a chunk holding a NaN or inf action stops
+        before it, and that episode ends there as the policy's (`cut_short`), as it would step
+        by step. The rows' actions go through the postprocessor together, one action per row
+        of its input, as a step's batch of actions does.
+        """
+        rest = self.policy.take_queued_actions(len(self.observations))
+        if rest is None:
+            return None
+        lengths = [len(chunk) for chunk in rest]
+        stacked = torch.cat(list(rest))
+        amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
+        if self.settings.postprocessor is not None:
+            with amp:
+                stacked = self.settings.postprocessor(stacked)
+        flat = stacked.to("cpu", torch.float32).numpy()
+        if flat.shape[1:] != self.action_shape[1:]:
+            raise ValueError(
+                f"policy {self.policy.name!r} queued actions of shape {flat.shape[1:]} at step "
+                f"{self.step_index}; expected {self.action_shape[1:]}"
+            )
+        chunks = np.split(flat, np.cumsum(lengths)[:-1])
+        stepping = []
+        for env_id in active:
+            chunk = self._cut_chunk(env_id, chunks[env_id])
+            if chunk is not None:
+                chunks[env_id] = chunk
+                stepping.append(env_id)
+        return chunks, stepping
+
+    def _cut_chunk(self, env_id: int, chunk: np.ndarray) -> np.ndarray | None:
+        """The part of a slot's chunk it steps (None: none, its episode has ended)."""
+        episode = self.slots[env_id]
+        if self.task.max_steps is not None:
+            chunk = chunk[: max(1, self.task.max_steps - episode.n_steps)]
+        finite = np.isfinite(chunk).all(axis=1)
+        if finite.all():
+            return chunk
+        first_bad = int(np.argmin(finite))
+        if first_bad == 0:
+            self._end_for_non_finite_action(env_id)
+            return None
+        self.cut_short[env_id] = self._non_finite_reason(episode.n_steps + first_bad)
+        return chunk[:first_bad]
+
+    def _apply_chunk(self, env_id: int, chunk: ChunkResult) -> None:
+        episode = self.slots[env_id]
+        for step in chunk.steps[:-1]:
+            episode.record(step)
+        self._apply_step(env_id, chunk.last)
+        reason = self.cut_short.pop(env_id, None)
+        if reason is not None and self.slots[env_id] is episode:
+            self._end_for_non_finite_action(env_id, reason)
 
     def _slots_stepping_blind(self, active: Sequence[int], recorded: Sequence[int]) -> list[int]:
         """The active slots whose coming observation's images nobody will look at: the policy
@@ -450,16 +526,20 @@ class _RolloutLoop:
         for env_id in active:
             if np.isfinite(actions[env_id]).all():
                 kept.append(env_id)
-                continue
-            episode = self.slots[env_id]
-            reason = (
-                f"policy {self.policy.name!r} returned NaN or inf actions at step {episode.n_steps} "
-                "of the episode"
-            )
-            logger.warning("episode %d: %s", episode.index, reason)
-            episode.success_at_end = False
-            self._finish(env_id, episode.finish(policy_error=reason))
+            else:
+                self._end_for_non_finite_action(env_id)
         return kept
+
+    def _non_finite_reason(self, step: int) -> str:
+        return f"policy {self.policy.name!r} returned NaN or inf actions at step {step} of the episode"
+
+    def _end_for_non_finite_action(self, env_id: int, reason: str | None = None) -> None:
+        """End a slot's episode, scored, at a NaN or inf action of the policy (never stepped)."""
+        episode = self.slots[env_id]
+        reason = reason or self._non_finite_reason(episode.n_steps)
+        logger.warning("episode %d: %s", episode.index, reason)
+        episode.success_at_end = False
+        self._finish(env_id, episode.finish(policy_error=reason))
 
     def _apply_step(self, env_id: int, step: StepResult) -> None:
         episode = self.slots[env_id]

@@ -114,6 +114,12 @@ class ACTPolicy(PreTrainedPolicy):
             return None
         return self._queue.pop()
 
+    def take_queued_actions(self, n_rows: int) -> list[Tensor] | None:
+        """Each row's rest of chunk (temporal ensembling reads every observation: never)."""
+        if self._ensembler is not None:
+            return None
+        return self._queue.take_rest(n_rows)
+
     def rows_reading_images(self, n_rows: int) -> list[int]:
         """Rows at the end of their chunk (temporal ensembling reads every frame: all rows)."""
         return list(range(n_rows)) if self._ensembler is not None else self._queue.empty_rows(n_rows)

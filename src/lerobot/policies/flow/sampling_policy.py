@@ -34,6 +34,10 @@ class FlowSamplingPolicy(PreTrainedPolicy):
             return None
         return self._queue.pop()
 
+    def take_queued_actions(self, n_rows: int) -> list[Tensor] | None:
+        """Each row's rest of chunk."""
+        return self._queue.take_rest(n_rows)
+
     def rows_reading_images(self, n_rows: int) -> list[int]:
         """Rows at the end of their chunk: the others take queued actions."""
         return self._queue.empty_rows(n_rows)

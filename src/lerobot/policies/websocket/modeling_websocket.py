@@ -87,6 +87,15 @@ class WebsocketPolicy(PreTrainedPolicy):
             return None
         return self._pop_plans(n_rows)
 
+    def take_queued_actions(self, n_rows: int) -> list[torch.Tensor] | None:
+        """Each row's rest of plan, while every row has some left."""
+        if not all(self._plans.get(row) for row in range(n_rows)):
+            return None
+        rest = [torch.from_numpy(np.stack(self._plans[row])) for row in range(n_rows)]
+        for row in range(n_rows):
+            self._plans[row].clear()
+        return rest
+
     def rows_reading_images(self, n_rows: int) -> list[int]:
         """Rows whose plan ran out: only they send their observation to the server."""
         return [row for row in range(n_rows) if not self._plans.get(row)]

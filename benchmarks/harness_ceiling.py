@@ -1,0 +1,217 @@
+"""How much of what the machine can simulate does `lerobot-eval` use, batch by batch? (issue 29)
+
+For each case and batch size N this runs, each in a fresh process:
+  (a) the ceiling: N processes, each building the same Meta-World env and stepping its share
+      of the episodes with a zero action, rendering only the observations the policy reads
+      (every step for `random-*`, one in `--n-action-steps` for `act-*`), no harness, no
+      policy: what the machine simulates;
+  (b) `lerobot-eval` on the same episodes and seeds, batch N in async workers (N=1: in-process),
+      no videos, with its process tree's CPU time.
+and prints env-steps/s of both (over the ceiling's wall time and over eval_info.json's eval_s,
+which both include starting the workers and building the simulators), their ratio and CPU ms
+per env step of the whole process tree.
+
+Cases: `random-state` (random policy, `--env.obs_type=state`: the per-step path, no render),
+`random-pixels` (random policy, every observation rendered), `act-pixels` (a random ACT saved in
+LeRobot's format, chunk 10 / n_action_steps 10, one image + 4-d state: chunks travel to the
+workers whole) and `act-pixels-per-step` (the same with `--eval.chunks_in_workers=false`).
+
+    python benchmarks/harness_ceiling.py --batches 1,2,4,8 --cases random-state,act-pixels
+    python benchmarks/harness_ceiling.py --device cuda --image-size 480 --batches 1,8,32,64  # GPU box
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import throughput_act  # benchmarks/, next to this script
+
+CASES = ("random-state", "random-pixels", "act-pixels", "act-pixels-per-step")
+
+
+def env_settings(args: argparse.Namespace, case: str) -> dict:
+    """The Meta-World config's fields, for both sides."""
+    return {
+        "task": args.task,
+        "obs_type": "state" if case == "random-state" else "pixels_agent_pos",
+        "episode_length": args.episode_length,
+        "observation_height": args.image_size,
+        "observation_width": args.image_size,
+    }
+
+
+def env_flags(args: argparse.Namespace, case: str) -> list[str]:
+    return ["--env.type=metaworld"] + [f"--env.{k}={v}" for k, v in env_settings(args, case).items()]
+
+
+def reads_every(args: argparse.Namespace, case: str) -> int:
+    """One observation in how many steps the policy reads (renders)."""
+    return args.n_action_steps if case.startswith("act") else 1
+
+
+# --- (a) the ceiling (a child process: `--child-ceiling`) ----------------------------------
+def ceiling_worker(settings: dict, seeds: list[int], every: int, queue) -> None:
+    import numpy as np
+
+    from lerobot.envs.factory import make_env_config
+
+    cfg = make_env_config("metaworld", **settings)
+    env = cfg.env_factory(cfg.tasks()[0].name)()
+    blind_step = getattr(env, "step_without_images", env.step)
+    zero = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
+    steps = 0
+    for seed in seeds:
+        env.reset(seed=seed)
+        done, t = False, 0
+        while not done:
+            t += 1
+            step = env.step if t % every == 0 else blind_step
+            _, _, terminated, truncated, _ = step(zero)
+            done = terminated or truncated
+        steps += t
+    env.close()
+    queue.put(steps)
+
+
+def run_ceiling_child(args: argparse.Namespace) -> None:
+    settings, every, batch = json.loads(args.child_ceiling)
+    seeds = [args.seed + e for e in range(args.episodes)]
+    context = mp.get_context("fork")  # children of this process: their CPU time is counted
+    queue = context.Queue()
+    started = time.perf_counter()
+    procs = [
+        context.Process(target=ceiling_worker, args=(settings, seeds[i::batch], every, queue))
+        for i in range(batch)
+    ]
+    for proc in procs:
+        proc.start()
+    steps = sum(queue.get() for _ in procs)
+    for proc in procs:
+        proc.join()
+    seconds = time.perf_counter() - started
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+    args.json.write_text(json.dumps({"env_steps": steps, "seconds": seconds, "cpu_s": cpu}))
+
+
+def run_ceiling(args: argparse.Namespace, case: str, batch: int, out: Path) -> dict:
+    spec = json.dumps([env_settings(args, case), reads_every(args, case), batch])
+    child = [
+        sys.executable,
+        __file__,
+        f"--child-ceiling={spec}",
+        f"--json={out}",
+        f"--episodes={args.episodes}",
+        f"--seed={args.seed}",
+    ]
+    subprocess.run(child, check=True, env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
+    return json.loads(out.read_text())
+
+
+# --- (b) lerobot-eval ------------------------------------------------------------------------
+def run_ours(args: argparse.Namespace, case: str, batch: int, checkpoint: Path, out: Path) -> dict:
+    policy = ["--policy.type=random"] if case.startswith("random") else [f"--policy.path={checkpoint}"]
+    flags = [
+        *env_flags(args, case),
+        *policy,
+        f"--policy.device={args.device}",
+        f"--eval.n_episodes={args.episodes}",
+        f"--eval.batch_size={batch}",
+        "--eval.max_episodes_rendered=0",
+        f"--eval.chunks_in_workers={str(case != 'act-pixels-per-step').lower()}",
+        f"--seed={args.seed}",
+        f"--output_dir={out}",
+    ]
+    result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line]
+    result["env_steps"] = sum(e["n_steps"] for e in episodes)
+    return result
+
+
+def rate(result: dict) -> float:
+    return result["env_steps"] / result["seconds"]
+
+
+def cpu_ms_per_step(result: dict) -> float:
+    return 1000 * result["cpu_s"] / result["env_steps"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cases", default="random-state,random-pixels,act-pixels,act-pixels-per-step")
+    parser.add_argument("--batches", default="1,2,4,8")
+    parser.add_argument("--task", default="push-v3")
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--episode-length", type=int, default=500)
+    parser.add_argument("--image-size", type=int, default=64, help="camera height and width")
+    parser.add_argument("--n-action-steps", type=int, default=10, help="ACT's chunk and n_action_steps")
+    parser.add_argument("--device", default="cpu", help="where the policy runs (cuda on a GPU box)")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="alternate the two sides, keep each one's best"
+    )
+    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--json", type=Path, help="also write the numbers here")
+    parser.add_argument("--child-ceiling", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_ceiling:
+        run_ceiling_child(args)
+        return 0
+    cases = args.cases.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        parser.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    batches = [int(b) for b in args.batches.split(",")]
+    print(
+        f"machine: {os.cpu_count()} cores, MUJOCO_GL={os.environ.get('MUJOCO_GL', 'egl')}, device {args.device}"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = Path(tmp) / "act"
+        if any(c.startswith("act") for c in cases):
+            throughput_act.build_checkpoint(
+                checkpoint, args.n_action_steps, args.n_action_steps, small=True, image_size=args.image_size
+            )
+        for case in cases:
+            for batch in batches:
+                ceilings, ours = [], []
+                for repeat in range(args.repeats):
+                    tag = f"{case}-b{batch}-{repeat}"
+                    ceilings.append(run_ceiling(args, case, batch, Path(tmp) / f"{tag}.ceiling.json"))
+                    ours.append(run_ours(args, case, batch, checkpoint, Path(tmp) / tag))
+                ceiling, mine = max(ceilings, key=rate), max(ours, key=rate)
+                row = {
+                    "case": case,
+                    "batch": batch,
+                    "ceiling_steps_per_s": rate(ceiling),
+                    "ours_steps_per_s": rate(mine),
+                    "ratio": rate(mine) / rate(ceiling),
+                    "ceiling_cpu_ms_per_step": cpu_ms_per_step(ceiling),
+                    "ours_cpu_ms_per_step": cpu_ms_per_step(mine),
+                    "ours_wall_s": mine["wall_s"],
+                    "main_mb": mine["main_mb"],
+                }
+                rows.append(row)
+                print(
+                    f"{case:>20} b{batch:<3} ceiling {row['ceiling_steps_per_s']:8.1f}  ours "
+                    f"{row['ours_steps_per_s']:8.1f} env-steps/s  ratio {row['ratio']:.2f}  CPU ms/step "
+                    f"{row['ceiling_cpu_ms_per_step']:.2f} / {row['ours_cpu_ms_per_step']:.2f}",
+                    flush=True,
+                )
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
