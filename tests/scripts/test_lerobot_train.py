@@ -139,3 +139,48 @@ def test_a_stop_signal_saves_the_last_whole_step_and_resume_continues(tmp_path, 
     assert step >= 3 and last.resolve().name == f"{step:06d}"
     assert lerobot_train.main([*flags, f"--steps={step + 2}", "--resume=true"]) == 0
     assert json.loads((last / "training_state/training_step.json").read_text())["step"] == step + 2
+
+
+def test_an_output_dir_that_cannot_be_created_is_one_line_before_training(tmp_path, capsys):
+    """A file given as --output_dir, or a directory under a file: refused before torch loads
+    or a step runs, not at the first checkpoint."""
+    dataset, blocker = tmp_path / "dataset", tmp_path / "a_file"
+    blocker.write_text("")
+    flags = [f"--dataset.root={dataset}", *TINY_ACT, "--steps=2", "--eval_freq=0"]
+    assert lerobot_train.main([*flags, f"--output_dir={blocker}"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--output_dir={blocker}: is a file; give a directory")
+    assert lerobot_train.main([*flags, f"--output_dir={blocker / 'run'}"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"--output_dir={blocker / 'run'}: cannot create it")
+
+
+@pytest.mark.slow
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_resume_uses_the_last_whole_one(tmp_path):
+    """A real lerobot-train resumed from step 2 whose files may not grow past 1 MB
+    (RLIMIT_FSIZE fails a write as a full disk does): step 4's checkpoint cannot be written.
+    One line naming it, exit 2, `last` still on step 2, and a resume with room continues."""
+    import resource
+
+    dataset, out = write_dataset(tmp_path / "dataset"), tmp_path / "run"
+    flags = [f"--dataset.root={dataset}", f"--output_dir={out}", *TINY_ACT, "--eval_freq=0", "--batch_size=2"]
+    flags += ["--num_workers=0", "--save_freq=2"]
+    program = str(Path(sys.executable).parent / "lerobot-train")
+    assert lerobot_train.main([*flags, "--steps=2"]) == 0
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024 * 1024, resource.RLIM_INFINITY))
+
+    full = subprocess.run(
+        [program, *flags, "--steps=4", "--resume=true"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=small_files,
+    )
+    last_line = full.stderr.strip().splitlines()[-1]
+    assert full.returncode == 2, full.stderr[-2000:]
+    assert re.fullmatch(rf"{out}/checkpoints/000004\S*: cannot write \(File too large\); .*", last_line)
+    last = out / "checkpoints/last"
+    assert json.loads((last / "training_state/training_step.json").read_text())["step"] == 2
+    assert lerobot_train.main([*flags, "--steps=4", "--resume=true"]) == 0
+    assert json.loads((last / "training_state/training_step.json").read_text())["step"] == 4

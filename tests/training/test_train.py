@@ -1,6 +1,7 @@
 """The training loop without a simulator: losses, checkpoints that lerobot-eval loads, resume."""
 
 import json
+import logging
 import shutil
 
 import numpy as np
@@ -346,3 +347,37 @@ def test_declared_inputs_that_are_not_the_datasets_are_refused(tmp_path, dataset
                 dataset, tmp_path / "run2", *TINY_ACT, "--steps=1", f"--policy.input_features={lacking}"
             )
         )
+
+
+@pytest.mark.slow
+def test_an_evaluation_the_run_stopped_in_is_run_again_on_resume(tmp_path, dataset, caplog):
+    """A run stopped during its in-loop evaluation at a checkpoint step (a kill there leaves no
+    eval_info.json): resuming runs that evaluation before training on; a finished one is not
+    run twice."""
+    out = tmp_path / "run"
+    flags = [
+        *TINY_ACT,
+        "--env.type=metaworld",
+        "--env.task=reach-v3",
+        "--env.episode_length=3",
+        *ENV_FLAGS,
+        "--eval_freq=2",
+        "--save_freq=2",
+        "--eval.n_episodes=1",
+        "--eval.max_episodes_rendered=0",
+        "--steps=2",
+    ]
+    first = train(train_config(dataset, out, *flags))
+    info_path = out / "eval/step_2/eval_info.json"
+    assert json.loads(info_path.read_text())["complete"] is True and list(first.eval_success) == [2]
+    info_path.unlink()
+
+    with caplog.at_level(logging.INFO, logger="lerobot.training.train"):
+        again = train(train_config(dataset, out, *flags, "--resume=true"))
+    assert again.last_step == 2 and list(again.eval_success) == [2]
+    assert json.loads(info_path.read_text())["complete"] is True
+    assert "step 2: its evaluation did not finish before the run stopped; running it again" in caplog.text
+
+    caplog.clear()
+    finished = train(train_config(dataset, out, *flags, "--resume=true"))
+    assert finished.eval_success == {} and "running it again" not in caplog.text

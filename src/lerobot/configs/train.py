@@ -221,6 +221,8 @@ class TrainPipelineConfig:
             now = dt.datetime.now()
             self.output_dir = Path("outputs/train") / f"{now:%Y-%m-%d}" / f"{now:%H-%M-%S}_{self.job_name}"
         self.output_dir = Path(self.output_dir)
+        if self.output_dir.exists() and not self.output_dir.is_dir():
+            raise ConfigError(f"--output_dir={self.output_dir}: is a file; give a directory")
         if self.output_dir.exists() and any(self.output_dir.iterdir()) and not self.resume:
             raise ConfigError(
                 f"--output_dir={self.output_dir}: not empty; pass --resume=true to continue that run, or a new directory"

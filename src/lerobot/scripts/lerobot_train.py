@@ -20,7 +20,8 @@ import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.scripts.cli import start_cli
-from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError
+from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, ResultsWriteError
+from lerobot.utils.io import make_output_dir
 from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = start_cli(TrainPipelineConfig, argv, prog="lerobot-train", description=__doc__)
     if isinstance(cfg, int):
         return cfg
+    try:
+        make_output_dir(cfg.output_dir, "--output_dir")  # before minutes of training, not at the first save
+    except ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return USAGE_EXIT_CODE
     # Imported once the config is known to be good: they load torch and the dataset readers.
     from lerobot.datasets.reader import DatasetError
     from lerobot.training.train import train
@@ -46,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with interrupts_as_exceptions():
             result = train(cfg)
-    except (ConfigError, DatasetError) as exc:
+    except (ConfigError, DatasetError, ResultsWriteError) as exc:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
     except Interrupted as stop:  # the loop saved its last whole step first

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import Tensor
 
 from lerobot.configs.checkpoint import POSTPROCESSOR_FILE, PREPROCESSOR_FILE, encode_json_value
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.types import PolicyFeature
+from lerobot.policies.checkpoint import write_safetensors
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.language import split_at_normalizer
 from lerobot.utils.constants import ACTION
@@ -101,8 +102,10 @@ def save_pretrained(
     steps.append(_normalizer_step("normalizer_processor", features, norm_map, stats_file))
     if after:
         steps += [*(step.to_json() for step in after), device_step]
-    save_file(flat, directory / stats_file)
-    save_file({k: v for k, v in flat.items() if k.startswith(ACTION + ".")}, directory / POSTPROCESSOR_STATS)
+    write_safetensors(flat, directory / stats_file)
+    write_safetensors(
+        {k: v for k, v in flat.items() if k.startswith(ACTION + ".")}, directory / POSTPROCESSOR_STATS
+    )
     preprocessor = {"name": "policy_preprocessor", "steps": steps}
     postprocessor = {
         "name": "policy_postprocessor",
@@ -132,14 +135,14 @@ def save_training_state(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
 ) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    save_file(rng_state(), directory / RNG_STATE_FILE)
+    write_safetensors(rng_state(), directory / RNG_STATE_FILE)
     state = optimizer.state_dict()
     tensors = {
         f"{param_id}.{name}": torch.as_tensor(value).cpu().contiguous()
         for param_id, per_param in state["state"].items()
         for name, value in per_param.items()
     }
-    save_file(tensors, directory / "optimizer_state.safetensors")
+    write_safetensors(tensors, directory / "optimizer_state.safetensors")
     (directory / "optimizer_param_groups.json").write_text(json.dumps(state["param_groups"]))
     (directory / "scheduler_state.json").write_text(json.dumps(scheduler.state_dict()))
     (directory / "training_step.json").write_text(json.dumps({"step": step}))

@@ -9,6 +9,7 @@ context outlives an evaluation.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -27,6 +28,7 @@ from lerobot.configs.train import TrainPipelineConfig
 from lerobot.configs.types import FeatureType, NormalizationMode
 from lerobot.datasets.reader import EpisodeFrames, load_episodes
 from lerobot.evaluation.evaluate import make_local_backend, run_evaluation
+from lerobot.evaluation.results import EVAL_INFO_FILENAME
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.evaluation.store.output_dir import RunOutput, encode_config
@@ -51,6 +53,7 @@ from lerobot.training.batches import (
 from lerobot.training.checkpoints import (
     PRETRAINED_DIR,
     TRAINING_STATE_DIR,
+    checkpoint_dir,
     checkpoint_problem,
     load_training_state,
     numbered_checkpoints,
@@ -58,7 +61,8 @@ from lerobot.training.checkpoints import (
 )
 from lerobot.utils.constants import ACTION
 from lerobot.utils.device_utils import resolve_device
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, ResultsWriteError
+from lerobot.utils.io import cannot_write
 from lerobot.utils.signals import signals_deferred, stop_at_the_next_signal
 
 logger = logging.getLogger(__name__)
@@ -151,6 +155,9 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
         cfg.steps,
     )
     policy.train()
+    if done and cfg.evaluate_now(done) and not evaluation_finished(cfg.output_dir, done):
+        logger.info("step %d: its evaluation did not finish before the run stopped; running it again", done)
+        evaluate_and_record(cfg, trainee, done, wandb_run, device, result)
     started, samples_since, saved_step = time.perf_counter(), 0, done
     try:
         for step, rows_batch in enumerate(loader, start=done + 1):
@@ -184,14 +191,7 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
                     saved_step = step
                     logger.info("step %d: checkpoint saved to %s", step, path)
             if cfg.evaluate_now(step):
-                # Evaluation draws from its own copy of the random states: training continues with
-                # the draws it would have made without it, as a run resumed from this step does.
-                with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-                    evaluated = evaluate_in_loop(cfg, trainee, step, wandb_run)
-                if evaluated.pc_success is not None:
-                    result.eval_success[step] = evaluated.pc_success
-                if not evaluated.complete:
-                    result.incomplete_evals.append(step)
+                evaluate_and_record(cfg, trainee, step, wandb_run, device, result)
                 started, samples_since = time.perf_counter(), 0
     except KeyboardInterrupt:  # SIGINT; SIGTERM too under lerobot-train (utils.signals.Interrupted)
         stop_at_the_next_signal()
@@ -206,17 +206,25 @@ def train(cfg: TrainPipelineConfig) -> TrainResult:
 
 
 def save_state(cfg: TrainPipelineConfig, trainee: Trainee, optimizer, scheduler, step: int) -> Path:
-    """Checkpoint `step`, with the run's flags for LeRobot's `--config_path=... --resume=true`."""
-    return save_checkpoint(
-        cfg.output_dir,
-        step,
-        trainee.policy,
-        trainee.stats,
-        optimizer,
-        scheduler,
-        task_steps=trainee.task_steps,
-        train_config=encode_config(cfg),
-    )
+    """Checkpoint `step`, with the run's flags for LeRobot's `--config_path=... --resume=true`.
+
+    A write that fails (disk full, file too large, read-only) is one line naming the
+    checkpoint; `last` still points at the previous whole checkpoint, which resume uses."""
+    try:
+        return save_checkpoint(
+            cfg.output_dir,
+            step,
+            trainee.policy,
+            trainee.stats,
+            optimizer,
+            scheduler,
+            task_steps=trainee.task_steps,
+            train_config=encode_config(cfg),
+        )
+    except ResultsWriteError:
+        raise
+    except OSError as exc:
+        raise cannot_write(checkpoint_dir(cfg.output_dir, step), exc) from None
 
 
 def set_backend_flags(cudnn_deterministic: bool) -> None:
@@ -513,6 +521,36 @@ class InLoopEval:
 
     pc_success: float | None
     complete: bool
+
+
+def evaluate_and_record(
+    cfg: TrainPipelineConfig,
+    trainee: Trainee,
+    step: int,
+    wandb_run: Any,
+    device: torch.device,
+    result: TrainResult,
+) -> None:
+    """The in-loop evaluation at `step`, its rate (or its incompleteness) noted in `result`.
+
+    It draws from its own copy of the random states: training continues with the draws it
+    would have made without it, as a run resumed from this step does."""
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        evaluated = evaluate_in_loop(cfg, trainee, step, wandb_run)
+    if evaluated.pc_success is not None:
+        result.eval_success[step] = evaluated.pc_success
+    if not evaluated.complete:
+        result.incomplete_evals.append(step)
+
+
+def evaluation_finished(output_dir: Path, step: int) -> bool:
+    """Whether the in-loop evaluation at `step` ran to its end: a run stopped during it (a
+    signal, a kill) left no eval_info.json, or one saying it is incomplete; resume redoes it."""
+    try:
+        info = json.loads((Path(output_dir) / "eval" / f"step_{step}" / EVAL_INFO_FILENAME).read_text())
+    except (OSError, ValueError):
+        return False
+    return info.get("complete") is True
 
 
 def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> InLoopEval:

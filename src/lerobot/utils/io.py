@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lerobot.utils.errors import ResultsWriteError
+from lerobot.utils.errors import ConfigError, ResultsWriteError
 
 
 def to_strict_json(value: Any) -> Any:
@@ -55,6 +55,19 @@ def write_text_atomic(text: str, path: Path) -> Path:
             raise cannot_write(path, exc) from None
         raise
     return path
+
+
+def make_output_dir(out: Path, flag: str) -> None:
+    """Create the directory, or say in one line why it cannot be used: checked when a run
+    starts, so that nothing fails at its first write, minutes in, for a reason known at start."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{flag}={out}: is a file; give a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{flag}={out}: cannot create it ({exc.strerror or exc})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag}={out}: not writable (read-only file system or permissions)")
 
 
 def cannot_write(path: Path, exc: OSError) -> ResultsWriteError:

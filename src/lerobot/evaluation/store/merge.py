@@ -21,13 +21,13 @@ from lerobot.evaluation.results import MissingEpisode, RunResult, TaskResult
 from lerobot.evaluation.store.journal import EpisodeJournal, JournalEntry, write_journal
 from lerobot.evaluation.store.output_dir import (
     config_differences,
-    make_output_dir,
     read_run_config,
     refuse_or_clear_results,
 )
 from lerobot.evaluation.store.result_files import write_eval_info
 from lerobot.utils.dir_lock import locked_dir
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.io import make_output_dir
 
 # Settings that legitimately differ between the shards of one evaluation.
 SHARD_KEYS = ("eval.shard",)

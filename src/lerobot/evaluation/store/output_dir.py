@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from lerobot.evaluation.results import EVAL_INFO_FILENAME
 from lerobot.evaluation.store.journal import JOURNAL_FILENAME
 from lerobot.utils.dir_lock import LOCK_FILENAME, locked_dir
 from lerobot.utils.errors import ConfigError
-from lerobot.utils.io import write_json_atomic
+from lerobot.utils.io import make_output_dir, write_json_atomic
 
 RUN_CONFIG_FILENAME = "run_config.json"
 RESULT_FILES = (EVAL_INFO_FILENAME, JOURNAL_FILENAME, RUN_CONFIG_FILENAME)
@@ -72,18 +71,6 @@ def claimed_output_dir(output: RunOutput) -> Iterator[None]:
     with locked_dir(output.directory, "--output_dir"):
         prepare_output_dir(output)
         yield
-
-
-def make_output_dir(out: Path, flag: str) -> None:
-    """Create the directory, or say in one line why it cannot be used."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{flag}={out}: is a file; give a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"{flag}={out}: cannot create it ({exc.strerror or exc})") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise ConfigError(f"{flag}={out}: not writable (read-only file system or permissions)")
 
 
 def held_results(out: Path) -> list[str]:
