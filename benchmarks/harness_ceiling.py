@@ -14,7 +14,8 @@ per env step of the whole process tree.
 Cases: `random-state` (random policy, `--env.obs_type=state`: the per-step path, no render),
 `random-pixels` (random policy, every observation rendered), `act-pixels` (a random ACT saved in
 LeRobot's format, chunk 10 / n_action_steps 10, one image + 4-d state: chunks travel to the
-workers whole) and `act-pixels-per-step` (the same with `--eval.chunks_in_workers=false`).
+workers whole), `act-state` (the same ACT on the 39-d state, no camera: the harness's own
+cost per step shows) and `*-per-step` (the same with `--eval.chunks_in_workers=false`).
 
     python benchmarks/harness_ceiling.py --batches 1,2,4,8 --cases random-state,act-pixels
     python benchmarks/harness_ceiling.py --device cuda --image-size 480 --batches 1,8,32,64  # GPU box
@@ -35,14 +36,22 @@ from pathlib import Path
 
 import throughput_act  # benchmarks/, next to this script
 
-CASES = ("random-state", "random-pixels", "act-pixels", "act-pixels-per-step")
+CASES = (
+    "random-state",
+    "random-pixels",
+    "act-state",
+    "act-state-per-step",
+    "act-pixels",
+    "act-pixels-per-step",
+)
+FULL_STATE_DIM = 39
 
 
 def env_settings(args: argparse.Namespace, case: str) -> dict:
     """The Meta-World config's fields, for both sides."""
     return {
         "task": args.task,
-        "obs_type": "state" if case == "random-state" else "pixels_agent_pos",
+        "obs_type": "pixels_agent_pos" if "pixels" in case else "state",
         "episode_length": args.episode_length,
         "observation_height": args.image_size,
         "observation_width": args.image_size,
@@ -119,6 +128,7 @@ def run_ceiling(args: argparse.Namespace, case: str, batch: int, out: Path) -> d
 
 # --- (b) lerobot-eval ------------------------------------------------------------------------
 def run_ours(args: argparse.Namespace, case: str, batch: int, checkpoint: Path, out: Path) -> dict:
+    checkpoint = checkpoint / ("state" if "state" in case else "pixels")
     policy = ["--policy.type=random"] if case.startswith("random") else [f"--policy.path={checkpoint}"]
     flags = [
         *env_flags(args, case),
@@ -127,7 +137,7 @@ def run_ours(args: argparse.Namespace, case: str, batch: int, checkpoint: Path, 
         f"--eval.n_episodes={args.episodes}",
         f"--eval.batch_size={batch}",
         "--eval.max_episodes_rendered=0",
-        f"--eval.chunks_in_workers={str(case != 'act-pixels-per-step').lower()}",
+        f"--eval.chunks_in_workers={str(not case.endswith('per-step')).lower()}",
         f"--seed={args.seed}",
         f"--output_dir={out}",
     ]
@@ -178,10 +188,16 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = Path(tmp) / "act"
-        if any(c.startswith("act") for c in cases):
-            throughput_act.build_checkpoint(
-                checkpoint, args.n_action_steps, args.n_action_steps, small=True, image_size=args.image_size
-            )
+        for kind in ("pixels", "state"):
+            if any(c.startswith(f"act-{kind}") for c in cases):
+                throughput_act.build_checkpoint(
+                    checkpoint / kind,
+                    args.n_action_steps,
+                    args.n_action_steps,
+                    small=True,
+                    image_size=args.image_size,
+                    state_dim=FULL_STATE_DIM if kind == "state" else 0,
+                )
         for case in cases:
             for batch in batches:
                 ceilings, ours = [], []

@@ -126,9 +126,16 @@ finally:
 
 
 def build_checkpoint(
-    directory: Path, chunk_size: int, n_action_steps: int, small: bool, image_size: int = IMAGE_SIZE
+    directory: Path,
+    chunk_size: int,
+    n_action_steps: int,
+    small: bool,
+    image_size: int = IMAGE_SIZE,
+    state_dim: int = 0,
 ) -> Path:
-    """A random ACT saved by our training code in LeRobot's checkpoint format."""
+    """A random ACT saved by our training code in LeRobot's checkpoint format; with
+    `state_dim`, one that reads Meta-World's `state` observation (its 39-d state as both
+    `observation.state` and `observation.environment_state`, no camera)."""
     import torch
 
     from lerobot.configs.types import FeatureType, PolicyFeature
@@ -140,6 +147,11 @@ def build_checkpoint(
         "observation.image": PolicyFeature(FeatureType.VISUAL, (3, image_size, image_size)),
         "observation.state": PolicyFeature(FeatureType.STATE, (STATE_DIM,)),
     }
+    if state_dim:
+        inputs = {
+            "observation.state": PolicyFeature(FeatureType.STATE, (state_dim,)),
+            "observation.environment_state": PolicyFeature(FeatureType.ENV, (state_dim,)),
+        }
     outputs = {"action": PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))}
     config = ACTConfig(
         input_features=inputs,
@@ -151,7 +163,7 @@ def build_checkpoint(
     )
     torch.manual_seed(0)
     policy = ACTPolicy(config).eval()
-    save_pretrained(policy, dataset_stats(), directory)
+    save_pretrained(policy, dataset_stats(state_dim), directory)
     # LeRobot 0.6.1's ACTConfig has no `empty_cameras` field and refuses a config.json with it.
     config_path = directory / "config.json"
     saved = json.loads(config_path.read_text())
@@ -160,7 +172,7 @@ def build_checkpoint(
     return directory
 
 
-def dataset_stats() -> dict:
+def dataset_stats(state_dim: int = 0) -> dict:
     """Plausible statistics, so that normalising does real arithmetic."""
     import torch
 
@@ -172,6 +184,12 @@ def dataset_stats() -> dict:
         std = torch.rand(shape, generator=g) * 0.2 + (0.15 if image else 0.3)
         return {"mean": mean, "std": std, "min": mean - 2.5 * std, "max": mean + 2.0 * std}
 
+    if state_dim:
+        return {
+            "observation.state": stats(state_dim),
+            "observation.environment_state": stats(state_dim),
+            "action": stats(ACTION_DIM),
+        }
     return {
         "observation.image": stats(3, True),
         "observation.state": stats(STATE_DIM),
