@@ -159,7 +159,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--cases", default="random-state,random-pixels,act-pixels,act-pixels-per-step")
+    parser.add_argument("--cases", default="random-state,act-state,act-state-per-step")
     parser.add_argument("--batches", default="1,2,4,8")
     parser.add_argument("--task", default="push-v3")
     parser.add_argument("--episodes", type=int, default=16)

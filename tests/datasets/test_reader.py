@@ -90,3 +90,48 @@ def test_a_second_reader_waits_while_another_fills_the_frame_cache(tmp_path):
     grey = frames.camera_frames(CAMERA, np.arange(frames.n_frames)).mean(axis=(1, 2, 3))
     np.testing.assert_allclose(grey, grey_levels([(0, 3), (1, 4)]), atol=3)
     assert sorted(p.name for p in cache.iterdir()) == [f"{CAMERA}.json", f"{CAMERA}.lock", f"{CAMERA}.npy"]
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def drop_action(root: Path) -> None:
+    info = json.loads((root / "meta/info.json").read_text())
+    del info["features"]["action"]
+    (root / "meta/info.json").write_text(json.dumps(info))
+
+
+@pytest.mark.parametrize(
+    ("broken", "damage", "message"),
+    [
+        ("meta/info.json", lambda p: p.write_text("{not json"), "unreadable (Expecting property name"),
+        ("meta/info.json", lambda p: drop_action(p.parents[1]), "declares no `action` feature"),
+        ("meta/tasks.parquet", Path.unlink, "missing"),
+        ("meta/tasks.parquet", truncate, "unreadable (Could not open Parquet"),
+        ("meta/episodes/chunk-000/file-000.parquet", lambda p: p.write_bytes(os.urandom(300)), "unreadable"),
+        ("data/chunk-000/file-000.parquet", truncate, "unreadable"),
+        ("videos/observation.image/chunk-000/file-000.mp4", truncate, "unreadable"),
+        ("videos/observation.image/chunk-000/file-000.mp4", lambda p: p.write_bytes(b""), "unreadable"),
+    ],
+    ids=[
+        "info-not-json",
+        "no-action",
+        "no-tasks",
+        "tasks-cut",
+        "episodes-junk",
+        "data-cut",
+        "mp4-cut",
+        "mp4-empty",
+    ],
+)
+def test_a_broken_dataset_file_is_one_line_naming_it(tmp_path, broken, damage, message):
+    root = tmp_path / "ds"
+    record(root, {0: 3, 1: 4}, kept={0, 1})
+    damage(root / broken)
+    with pytest.raises(DatasetError) as error:
+        load_episodes(root, cache_dir=tmp_path / "cache")
+    text = str(error.value)
+    assert "\n" not in text and message in text
+    assert text.startswith(str(root / broken) if message != "declares no `action` feature" else str(root))

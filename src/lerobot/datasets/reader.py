@@ -117,13 +117,32 @@ class _MappedFile:
     path: str
 
 
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Any failure to read or parse `path` (missing, truncated, not JSON, not parquet, an mp4
+    that will not decode) as one line naming the file: a broken dataset is the user's input,
+    not a traceback."""
+    try:
+        yield
+    except DatasetError:
+        raise
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: missing") from None
+    except (OSError, ValueError, VideoError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        lines = str(exc).strip().splitlines()
+        raise DatasetError(f"{path}: unreadable ({lines[0] if lines else type(exc).__name__})") from None
+
+
 def read_info(root: Path) -> dict[str, Any]:
     path = Path(root) / layout.INFO_PATH
     if not path.is_file():
         raise DatasetError(
             f"--dataset.root={root}: no {layout.INFO_PATH}; record one with lerobot-record-sim"
         )
-    info = json.loads(path.read_text())
+    with reading(path):
+        info = json.loads(path.read_text())
+        if not isinstance(info, dict):
+            raise ValueError("not a JSON object")
     if info.get("codebase_version") != layout.CODEBASE_VERSION:
         raise DatasetError(
             f"--dataset.root={root}: codebase_version {info.get('codebase_version')!r}; "
@@ -136,7 +155,8 @@ def read_tasks(root: Path) -> list[str]:
     """Task strings by task_index. LeRobot stores them as the pandas index of meta/tasks.parquet."""
     import pyarrow.parquet as pq
 
-    columns = pq.read_table(Path(root) / layout.TASKS_PATH).to_pydict()
+    with reading(Path(root) / layout.TASKS_PATH):
+        columns = pq.read_table(Path(root) / layout.TASKS_PATH).to_pydict()
     strings = columns.get("task", columns.get("__index_level_0__"))
     if strings is None or "task_index" not in columns:
         raise DatasetError(f"{root}/{layout.TASKS_PATH}: needs a task_index column and the task strings")
@@ -154,8 +174,9 @@ def read_episodes_table(root: Path) -> dict[str, list]:
         raise DatasetError(f"--dataset.root={root}: no {layout.EPISODES_DIR}/chunk-*/file-*.parquet")
     tables = []
     for path in paths:
-        names = pq.ParquetFile(path).schema_arrow.names
-        tables.append(pq.read_table(path, columns=[n for n in names if not n.startswith("stats/")]))
+        with reading(path):
+            names = pq.ParquetFile(path).schema_arrow.names
+            tables.append(pq.read_table(path, columns=[n for n in names if not n.startswith("stats/")]))
     return pa.concat_tables(tables, promote_options="default").to_pydict()
 
 
@@ -170,6 +191,8 @@ def load_episodes(
     more than `tolerance_s` off its frame (LeRobot's `--tolerance_s`) is an error."""
     root = Path(root)
     info = read_info(root)
+    if "action" not in info.get("features", {}):
+        raise DatasetError(f"{root}/{layout.INFO_PATH}: declares no `action` feature; training needs one")
     table = read_episodes_table(root)
     row_of = {int(e): r for r, e in enumerate(table["episode_index"])}
     # In the dataset's order, as LeRobot reads a subset of episodes.
@@ -263,7 +286,8 @@ def _read_frame_rows(
             path = layout.data_file(root, where)
             if not path.is_file():
                 raise DatasetError(f"{path}: data file missing (episode {table['episode_index'][r]})")
-            read = pq.read_table(path, columns=wanted)
+            with reading(path):
+                read = pq.read_table(path, columns=wanted)
             files[where] = {name: _to_numpy(read.column(name)) for name in wanted}
         parts.append(_episode_rows(files[where], table, r, info["fps"], tolerance_s))
     return {
@@ -439,6 +463,7 @@ def _decode_into(array: np.ndarray, path: Path, targets: dict[int, int]) -> None
                 array[targets[frame_number]] = frame
             if frame_number == last:
                 return
-    except VideoError as exc:
-        raise DatasetError(str(exc)) from exc
+    except (VideoError, OSError) as exc:
+        lines = str(exc).strip().splitlines()
+        raise DatasetError(f"{path}: unreadable ({lines[0] if lines else type(exc).__name__})") from None
     raise DatasetError(f"{path}: the episodes need frames up to {last}, the video has {n_decoded}")
