@@ -135,3 +135,30 @@ def test_a_broken_dataset_file_is_one_line_naming_it(tmp_path, broken, damage, m
     text = str(error.value)
     assert "\n" not in text and message in text
     assert text.startswith(str(root / broken) if message != "declares no `action` feature" else str(root))
+
+
+def test_a_frame_cache_that_cannot_be_written_names_the_flag_to_move_it(tmp_path):
+    """Where the dataset dir is read-only (a shared mount), decoded frames must go elsewhere."""
+    root, blocked = tmp_path / "ds", tmp_path / "not_a_dir"
+    record(root, {0: 3}, kept={0})
+    blocked.write_text("")  # a file where the cache's folder would go: mkdir fails as on a read-only dir
+    with pytest.raises(DatasetError) as error:
+        load_episodes(root, cache_dir=blocked / "cache")
+    assert str(error.value).startswith(f"{blocked / 'cache'}: cannot write the decoded frames there")
+    assert str(error.value).endswith("pass --dataset.frame_cache_dir=<a writable directory>")
+    assert load_episodes(root, cache_dir=tmp_path / "elsewhere").n_frames == 3
+
+
+def test_an_episode_of_length_0_is_one_line_naming_it(tmp_path):
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "ds"
+    record(root, {0: 3, 1: 4}, kept={0, 1})
+    path = root / "meta/episodes/chunk-000/file-000.parquet"
+    table = pq.read_table(path)
+    lengths = table.column("length").to_pylist()
+    lengths[1] = 0
+    pq.write_table(table.set_column(table.schema.get_field_index("length"), "length", [lengths]), path)
+    with pytest.raises(DatasetError, match=r"episode 1 has no frames \(length 0\); leave it out"):
+        load_episodes(root, cache_dir=tmp_path / "cache")
+    assert load_episodes(root, episodes=[0], cache_dir=tmp_path / "cache").n_frames == 3

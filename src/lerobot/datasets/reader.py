@@ -204,6 +204,11 @@ def load_episodes(
             f"{min(row_of)}..{max(row_of)}"
         )
     rows = [row_of[e] for e in selected]
+    empty = [int(table["episode_index"][r]) for r in rows if int(table["length"][r]) < 1]
+    if empty:
+        raise DatasetError(
+            f"{root}: episode {empty[0]} has no frames (length 0); leave it out with --dataset.episodes"
+        )
     columns = _read_frame_rows(root, info, table, rows, tolerance_s)
     lengths = np.asarray([table["length"][r] for r in rows], dtype=np.int64)
     images = {}
@@ -347,9 +352,19 @@ def cached_frames(
     it first unless the cache already holds them unchanged."""
     shape = (int(info["total_frames"]), *_frame_shape(info["features"][key]))
     array_path, manifest_path = cache / f"{key}.npy", cache / f"{key}.json"
-    cache.mkdir(parents=True, exist_ok=True)
-    with _exclusive_lock(cache / f"{key}.lock"):
-        _fill_cache(root, table, key, rows, shape, (array_path, manifest_path), int(info["fps"]), tolerance_s)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with _exclusive_lock(cache / f"{key}.lock"):
+            _fill_cache(
+                root, table, key, rows, shape, (array_path, manifest_path), int(info["fps"]), tolerance_s
+            )
+    except DatasetError:
+        raise
+    except OSError as exc:  # a read-only dataset dir (a shared mount), a full disk
+        raise DatasetError(
+            f"{cache}: cannot write the decoded frames there ({exc.strerror or exc}); "
+            "pass --dataset.frame_cache_dir=<a writable directory>"
+        ) from None
     return np.load(array_path, mmap_mode="r")
 
 
