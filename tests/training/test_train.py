@@ -381,3 +381,35 @@ def test_an_evaluation_the_run_stopped_in_is_run_again_on_resume(tmp_path, datas
     caplog.clear()
     finished = train(train_config(dataset, out, *flags, "--resume=true"))
     assert finished.eval_success == {} and "running it again" not in caplog.text
+
+
+def test_a_resume_that_would_train_something_else_is_refused_naming_each_change(tmp_path, dataset, caplog):
+    """Batch size, learning rate, episodes or the policy's shape differ from the run's: one line
+    naming each, before any step. Longer training and other logging are noted and honoured."""
+    out = tmp_path / "run"
+    first = [*TINY_ACT, "--steps=2", "--save_freq=2"]
+    train(train_config(dataset, out, *first))
+
+    changed = [
+        *first,
+        "--batch_size=2",
+        "--policy.optimizer_lr=0.001",
+        "--dataset.episodes=[0]",
+        "--resume=true",
+    ]
+    with pytest.raises(ConfigError) as error:
+        train(train_config(dataset, out, *changed))
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("--resume=true: ")
+    for expected in (
+        "--batch_size: was 4, now 2",
+        "--dataset.episodes: was None, now [0]",
+        "--policy.optimizer_lr: was 1e-05, now 0.001",
+    ):
+        assert expected in message
+    assert message.endswith("pass them as before, or train into a new --output_dir")
+
+    with caplog.at_level(logging.INFO, logger="lerobot.training.train"):
+        longer = train(train_config(dataset, out, *first, "--steps=3", "--log_freq=2", "--resume=true"))
+    assert longer.last_step == 3
+    assert "--resume=true with changed settings: --steps: 2 -> 3\n" in caplog.text  # log_freq: neutral

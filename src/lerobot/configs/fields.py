@@ -104,3 +104,22 @@ def _dataclass_in(annotation: Any) -> type | None:
     union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
     options = typing.get_args(annotation) if union else (annotation,)
     return next((o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)), None)
+
+
+def changed_settings(saved: dict[str, Any], current: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """{dotted flag: (saved value, current value)} for every setting that differs between two
+    encoded configs (a resume's saved config against the flags given now)."""
+    old, new = flatten_config(saved), flatten_config(current)
+    return {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+
+
+def flatten_config(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """An encoded config as {dotted flag: value} (`rename_map` stays one value)."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and key != "rename_map":
+            flat.update(flatten_config(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat

@@ -22,6 +22,7 @@ import torch
 import torch._dynamo  # noqa: F401  (see below)
 
 from lerobot.configs.checkpoint import PREPROCESSOR_FILE
+from lerobot.configs.fields import changed_settings, result_neutral_keys
 from lerobot.configs.optim import AdamConfig, AdamWConfig, OptimizerConfig, SGDConfig
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.train import TrainPipelineConfig
@@ -52,6 +53,7 @@ from lerobot.training.batches import (
 )
 from lerobot.training.checkpoints import (
     PRETRAINED_DIR,
+    TRAIN_CONFIG_FILE,
     TRAINING_STATE_DIR,
     checkpoint_dir,
     checkpoint_problem,
@@ -497,10 +499,68 @@ def resume(cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, schedu
             cfg.output_dir,
         )
         return 0
+    check_resumed_settings(cfg, chosen / PRETRAINED_DIR / TRAIN_CONFIG_FILE)
     load_weights(policy, chosen / PRETRAINED_DIR)
     step = load_training_state(chosen / TRAINING_STATE_DIR, optimizer, scheduler)
     logger.info("resumed from %s at step %d", chosen, step)
     return step
+
+
+RESUME_MAY_CHANGE = (
+    "steps",
+    "save_freq",
+    "save_checkpoint",
+    "env_eval_freq",
+    "eval_freq",
+    "log_freq",
+    "eval_steps",
+    "max_eval_samples",
+    "tolerance_s",
+    "resume",
+    "policy.device",
+    "dataset.frame_cache_dir",
+    "eval.",
+    "env.",
+    "wandb.",
+    "job.",
+)
+"""Settings a resumed training may change (prefixes end with a dot): they decide how long it
+runs, what it logs, saves and evaluates, and where; not what a step trains. The
+result-neutral fields (output dir, data-loader workers) may change too."""
+
+
+def resume_may_change(key: str) -> bool:
+    return any(key == name or (name.endswith(".") and key.startswith(name)) for name in RESUME_MAY_CHANGE)
+
+
+def check_resumed_settings(cfg: TrainPipelineConfig, saved_path: Path) -> None:
+    """Refuse, in one line naming each, the flags whose change would make the resumed run
+    train something else than the run it continues (learning rate, batch size, episodes, the
+    policy's shape, the seed); list the others as a notice. A checkpoint without its saved
+    flags (an older one) is resumed as it is."""
+    try:
+        saved = json.loads(saved_path.read_text())
+    except (OSError, ValueError):
+        return
+    neutral = result_neutral_keys(TrainPipelineConfig)
+    changes = changed_settings(saved, encode_config(cfg))
+    refused = [
+        f"--{key}: was {was!r}, now {now!r}"
+        for key, (was, now) in changes.items()
+        if key not in neutral and not resume_may_change(key)
+    ]
+    if refused:
+        raise ConfigError(
+            f"--resume=true: {'; '.join(refused)} (the run in --output_dir={cfg.output_dir} trained "
+            "with the former); pass them as before, or train into a new --output_dir"
+        )
+    noted = [
+        f"--{key}: {was!r} -> {now!r}"
+        for key, (was, now) in changes.items()
+        if key not in neutral and key != "resume"
+    ]
+    if noted:
+        logger.info("--resume=true with changed settings: %s", "; ".join(noted))
 
 
 def usable_checkpoint(output_dir: Path) -> Path | None:

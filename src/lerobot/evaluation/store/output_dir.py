@@ -19,7 +19,7 @@ from typing import Any
 import draccus
 
 from lerobot.configs.eval import EvalPipelineConfig
-from lerobot.configs.fields import redact, result_neutral_keys, secret_paths
+from lerobot.configs.fields import changed_settings, redact, result_neutral_keys, secret_paths
 from lerobot.evaluation.results import EVAL_INFO_FILENAME
 from lerobot.evaluation.store.journal import JOURNAL_FILENAME
 from lerobot.utils.dir_lock import LOCK_FILENAME, locked_dir
@@ -161,17 +161,8 @@ def read_run_config(run_dir: Path, prefix: str = "") -> dict[str, Any]:
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """'--flag: was X, now Y' for each result-relevant setting that changed."""
-    old, new = _flatten(saved), _flatten(current)
-    keys = sorted((set(old) | set(new)) - set(NEUTRAL_KEYS))
-    return [f"--{k}: was {old.get(k)!r}, now {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
-
-
-def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and key != "rename_map":
-            flat.update(_flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
+    return [
+        f"--{k}: was {was!r}, now {now!r}"
+        for k, (was, now) in changed_settings(saved, current).items()
+        if k not in NEUTRAL_KEYS
+    ]
