@@ -184,3 +184,20 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_resume_uses_the_last_whole_
     assert json.loads((last / "training_state/training_step.json").read_text())["step"] == 2
     assert lerobot_train.main([*flags, "--steps=4", "--resume=true"]) == 0
     assert json.loads((last / "training_state/training_step.json").read_text())["step"] == 4
+
+
+def test_fine_tuning_a_checkpoint_whose_state_width_differs_is_one_line(tmp_path, capsys):
+    """A checkpoint declaring a 6-d state, a dataset holding 4-d states: refused before a step."""
+    dataset = write_dataset(tmp_path / "dataset")
+    flags = [f"--dataset.root={dataset}", "--eval_freq=0", "--batch_size=2", "--num_workers=0", "--steps=1"]
+    assert lerobot_train.main([*flags, *TINY_ACT, f"--output_dir={tmp_path / 'a'}"]) == 0
+    checkpoint = tmp_path / "a/checkpoints/last/pretrained_model"
+    config = json.loads((checkpoint / "config.json").read_text())
+    config["input_features"]["observation.state"]["shape"] = [6]
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+
+    assert lerobot_train.main([*flags, f"--policy.path={checkpoint}", f"--output_dir={tmp_path / 'b'}"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "observation.state is 6 for the policy and 4 in the dataset" in line
+    assert not (tmp_path / "b/checkpoints").exists()
