@@ -413,3 +413,23 @@ def test_a_resume_that_would_train_something_else_is_refused_naming_each_change(
         longer = train(train_config(dataset, out, *first, "--steps=3", "--log_freq=2", "--resume=true"))
     assert longer.last_step == 3
     assert "--resume=true with changed settings: --steps: 2 -> 3\n" in caplog.text  # log_freq: neutral
+
+
+def test_a_resume_removes_the_temporary_files_of_writes_a_kill_cut_short(tmp_path, dataset, caplog):
+    """safetensors writes `<dir>/.tmpXXXXXX` and renames it: `kill -9` during a checkpoint left
+    such files (45-135 MB each) in step folders, which nothing removed."""
+    out = tmp_path / "run"
+    flags = [*TINY_ACT, "--steps=2", "--save_freq=1"]
+    train(train_config(dataset, out, *flags))
+    leftovers = [
+        out / "checkpoints/000001/pretrained_model/.tmpp0l7Xl",
+        out / "checkpoints/000002/training_state/.tmpEpZKy5",
+    ]
+    for leftover in leftovers:
+        leftover.write_bytes(b"\0" * 2**20)
+
+    with caplog.at_level(logging.INFO, logger="lerobot.training.train"):
+        train(train_config(dataset, out, *flags, "--resume=true"))
+    assert not any(leftover.exists() for leftover in leftovers)
+    assert "removed 2 MB of checkpoint writes a stop cut short" in caplog.text
+    assert (out / "checkpoints/000001/pretrained_model/model.safetensors").is_file()

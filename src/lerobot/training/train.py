@@ -59,6 +59,7 @@ from lerobot.training.checkpoints import (
     checkpoint_problem,
     load_training_state,
     numbered_checkpoints,
+    remove_unfinished_writes,
     save_checkpoint,
 )
 from lerobot.utils.constants import ACTION
@@ -491,6 +492,9 @@ def build_optimizer(opt: OptimizerConfig, params: Any) -> torch.optim.Optimizer:
 def resume(cfg: TrainPipelineConfig, policy: PreTrainedPolicy, optimizer, scheduler) -> int:
     """Load the last checkpoint: weights, optimizer, schedule, step and the random states, so the
     run goes on drawing the batches and noise an uninterrupted run would have drawn."""
+    freed = remove_unfinished_writes(Path(cfg.output_dir))
+    if freed:
+        logger.info("--resume=true: removed %.0f MB of checkpoint writes a stop cut short", freed / 2**20)
     chosen = usable_checkpoint(Path(cfg.output_dir))
     if chosen is None:
         logger.warning(
