@@ -97,6 +97,18 @@ def truncate(path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])
 
 
+def randomize(path: Path) -> None:
+    path.write_bytes(os.urandom(path.stat().st_size))
+
+
+def flip_footer(path: Path) -> None:
+    """Flip every bit of the parquet footer's metadata (the bytes before its length and magic)."""
+    data = bytearray(path.read_bytes())
+    for i in range(len(data) - 40, len(data) - 8):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
 def drop_action(root: Path) -> None:
     info = json.loads((root / "meta/info.json").read_text())
     del info["features"]["action"]
@@ -114,6 +126,8 @@ def drop_action(root: Path) -> None:
         ("data/chunk-000/file-000.parquet", truncate, "unreadable"),
         ("videos/observation.image/chunk-000/file-000.mp4", truncate, "unreadable"),
         ("videos/observation.image/chunk-000/file-000.mp4", lambda p: p.write_bytes(b""), "unreadable"),
+        ("videos/observation.image/chunk-000/file-000.mp4", randomize, "unreadable"),
+        ("data/chunk-000/file-000.parquet", flip_footer, "unreadable"),
     ],
     ids=[
         "info-not-json",
@@ -124,6 +138,8 @@ def drop_action(root: Path) -> None:
         "data-cut",
         "mp4-cut",
         "mp4-empty",
+        "mp4-random",
+        "data-footer-flipped",
     ],
 )
 def test_a_broken_dataset_file_is_one_line_naming_it(tmp_path, broken, damage, message):
