@@ -87,7 +87,7 @@ class EpisodeFrames:
         return dataclasses.replace(
             self,
             vectors={key: values[rows] for key, values in self.vectors.items()},
-            episode_starts=np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64),
+            episode_starts=episode_starts(lengths),
             episode_lengths=lengths,
             episode_indices=self.episode_indices[keep],
             image_rows=rows if self.image_rows is None else self.image_rows[rows],
@@ -115,6 +115,11 @@ class EpisodeFrames:
 @dataclass(frozen=True)
 class _MappedFile:
     path: str
+
+
+def episode_starts(lengths: np.ndarray) -> np.ndarray:
+    """Each episode's first row when episodes of `lengths` lie back to back."""
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
 
 
 @contextlib.contextmanager
@@ -216,13 +221,13 @@ def load_episodes(
         cache = Path(cache_dir) if cache_dir is not None else root / FRAME_CACHE_DIR
         images[key] = cached_frames(root, info, table, key, rows, cache, tolerance_s)
     index = columns.pop("index")
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    starts = episode_starts(lengths)
     check_finite(root, columns["vectors"], starts, np.asarray(selected))
     return EpisodeFrames(
         info=info,
         vectors=columns["vectors"],
         images=images,
-        episode_starts=np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64),
+        episode_starts=starts,
         episode_lengths=lengths,
         episode_indices=np.asarray(selected),
         image_rows=index if images else None,
@@ -469,7 +474,7 @@ def _frame_targets(table: dict, key: str, where: FileIndex, fps: int, tolerance_
 def _decode_into(array: np.ndarray, path: Path, targets: dict[int, int]) -> None:
     last = max(targets)
     n_decoded = 0
-    try:
+    with reading(path):
         for frame_number, frame in enumerate(iter_frames(path)):
             n_decoded += 1
             if frame_number in targets:
@@ -478,7 +483,4 @@ def _decode_into(array: np.ndarray, path: Path, targets: dict[int, int]) -> None
                 array[targets[frame_number]] = frame
             if frame_number == last:
                 return
-    except (VideoError, OSError) as exc:
-        lines = str(exc).strip().splitlines()
-        raise DatasetError(f"{path}: unreadable ({lines[0] if lines else type(exc).__name__})") from None
     raise DatasetError(f"{path}: the episodes need frames up to {last}, the video has {n_decoded}")
