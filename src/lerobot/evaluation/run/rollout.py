@@ -329,12 +329,7 @@ class _RolloutLoop:
         if rest is None:
             return None
         lengths = [len(chunk) for chunk in rest]
-        stacked = torch.cat(list(rest))
-        amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
-        if self.settings.postprocessor is not None:
-            with amp:
-                stacked = self.settings.postprocessor(stacked)
-        flat = stacked.to("cpu", torch.float32).numpy()
+        flat = self._on_host(torch.cat(list(rest)))
         if flat.shape[1:] != self.action_shape[1:]:
             raise ValueError(
                 f"policy {self.policy.name!r} queued actions of shape {flat.shape[1:]} at step "
@@ -436,18 +431,26 @@ class _RolloutLoop:
         them would be wasted work.
         """
         actions = self.policy.actions_without_observation(len(self.observations))
-        batch = self._policy_batch(active) if actions is None else None
-        amp = torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
-        with amp:
-            if actions is None:
+        if actions is None:
+            batch = self._policy_batch(active)
+            with self._autocast():
                 actions = self.policy.select_action(batch)
-            if self.settings.postprocessor is not None:
-                actions = self.settings.postprocessor(actions)
-        if actions.device.type != "cpu" or actions.dtype != torch.float32:
-            actions = actions.to("cpu", torch.float32)  # the one device-to-host copy per step
-        actions = actions.numpy()
+        actions = self._on_host(actions)
         self._check_actions(actions, active)
         return actions
+
+    def _autocast(self) -> Any:
+        return torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
+
+    def _on_host(self, actions: torch.Tensor) -> np.ndarray:
+        """The policy's actions through the postprocessor (under autocast when asked), as a
+        float32 array: the one device-to-host copy per step, or per chunk."""
+        if self.settings.postprocessor is not None:
+            with self._autocast():
+                actions = self.settings.postprocessor(actions)
+        if actions.device.type != "cpu" or actions.dtype != torch.float32:
+            actions = actions.to("cpu", torch.float32)
+        return actions.numpy()
 
     def _policy_batch(self, active: Sequence[int]) -> dict[str, Any]:
         """Every slot's observation as the policy's batch (idle slots repeat an active one's)."""

@@ -76,20 +76,20 @@ class WebsocketPolicy(PreTrainedPolicy):
 
     def select_action(self, batch: dict[str, Any]) -> torch.Tensor:
         n_rows = batch_size(batch)
-        empty = [row for row in range(n_rows) if not self._plans.get(row)]
+        empty = self.rows_reading_images(n_rows)
         if empty:
             self._replan(batch, empty)
         return self._pop_plans(n_rows)
 
     def actions_without_observation(self, n_rows: int) -> torch.Tensor | None:
         """The planned actions while every row has some left: no request, nothing to send."""
-        if not all(self._plans.get(row) for row in range(n_rows)):
+        if self.rows_reading_images(n_rows):
             return None
         return self._pop_plans(n_rows)
 
     def take_queued_actions(self, n_rows: int) -> list[torch.Tensor] | None:
         """Each row's rest of plan, while every row has some left."""
-        if not all(self._plans.get(row) for row in range(n_rows)):
+        if self.rows_reading_images(n_rows):
             return None
         rest = [torch.from_numpy(np.stack(self._plans[row])) for row in range(n_rows)]
         for row in range(n_rows):
