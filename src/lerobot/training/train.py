@@ -29,7 +29,7 @@ from lerobot.configs.train import TrainPipelineConfig
 from lerobot.configs.types import FeatureType, NormalizationMode
 from lerobot.datasets.reader import EpisodeFrames, load_episodes
 from lerobot.evaluation.evaluate import make_local_backend, run_evaluation
-from lerobot.evaluation.results import EVAL_INFO_FILENAME
+from lerobot.evaluation.results import UnreadableResultsError, load_run
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.evaluation.store.output_dir import RunOutput, encode_config
@@ -611,16 +611,20 @@ def evaluation_finished(output_dir: Path, step: int) -> bool:
     """Whether the in-loop evaluation at `step` ran to its end: a run stopped during it (a
     signal, a kill) left no eval_info.json, or one saying it is incomplete; resume redoes it."""
     try:
-        info = json.loads((Path(output_dir) / "eval" / f"step_{step}" / EVAL_INFO_FILENAME).read_text())
-    except (OSError, ValueError):
+        return load_run(in_loop_eval_dir(output_dir, step)).complete
+    except (OSError, UnreadableResultsError):
         return False
-    return info.get("complete") is True
+
+
+def in_loop_eval_dir(output_dir: Path, step: int) -> Path:
+    """Where the in-loop evaluation at `step` writes what a lerobot-eval output dir holds."""
+    return Path(output_dir) / "eval" / f"step_{step}"
 
 
 def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> InLoopEval:
     """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/, with
     the training's config as their provenance (a resumed training redoes the step's evaluation)."""
-    out = Path(cfg.output_dir) / "eval" / f"step_{step}"
+    out = in_loop_eval_dir(cfg.output_dir, step)
     preprocessor, postprocessor = trainee.processors()
     settings = RolloutSettings.from_config(
         cfg.eval,
