@@ -327,24 +327,27 @@ def test_a_diverging_loss_stops_training_before_the_weights_turn_nan(tmp_path, d
     assert all(torch.isfinite(value).all() for value in weights.values())
 
 
-def test_declared_inputs_that_are_not_the_datasets_are_refused(tmp_path, dataset):
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        (
+            '{"observation.image": {"type": "VISUAL", "shape": [3, 32, 32]}, '
+            '"observation.state": {"type": "STATE", "shape": [4]}}',
+            r"^--policy.input_features: observation.image is 3x32x32 for the policy and 3x",
+        ),
+        (
+            '{"observation.images.wrist": {"type": "VISUAL", "shape": [3, 64, 64]}}',
+            r"the policy reads observation.images.wrist, which the dataset lacks",
+        ),
+    ],
+    ids=["other-size", "missing"],
+)
+def test_declared_inputs_that_are_not_the_datasets_are_refused(tmp_path, dataset, declared, message):
     """3x64x64 declared on 96x96 frames would train on 96x96 and save a config saying 64."""
-    declared = '{"observation.image": {"type": "VISUAL", "shape": [3, 32, 32]}, "observation.state": {"type": "STATE", "shape": [4]}}'
-    with pytest.raises(
-        ConfigError, match=r"^--policy.input_features: observation.image is 3x32x32 for the policy and 3x"
-    ):
+    with pytest.raises(ConfigError, match=message):
         train(
             train_config(
                 dataset, tmp_path / "run", *TINY_ACT, "--steps=1", f"--policy.input_features={declared}"
-            )
-        )
-    lacking = '{"observation.images.wrist": {"type": "VISUAL", "shape": [3, 64, 64]}}'
-    with pytest.raises(
-        ConfigError, match=r"the policy reads observation.images.wrist, which the dataset lacks"
-    ):
-        train(
-            train_config(
-                dataset, tmp_path / "run2", *TINY_ACT, "--steps=1", f"--policy.input_features={lacking}"
             )
         )
 
