@@ -172,7 +172,7 @@ def test_held_out_split_and_sample_cap_follow_lerobot():
 
 
 def test_an_offline_wandb_run_is_logged_locally_and_continued_on_resume(tmp_path, dataset, monkeypatch):
-    pytest.importorskip("wandb", reason="wandb comes with the libero extra")
+    pytest.importorskip("wandb", reason="wandb comes with the train and test extras")
     monkeypatch.setenv("WANDB_SILENT", "true")
     out = tmp_path / "run"
     flags = (

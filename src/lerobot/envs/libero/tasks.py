@@ -48,6 +48,15 @@ def _task_index() -> dict[str, tuple[str, str]]:
     }
 
 
+def suite_episode_length(suite: str) -> int:
+    """The step limit of `suite`, or of the standard suite a LIBERO-PRO variant perturbs
+    (`libero_spatial_lan` runs as long as `libero_spatial`)."""
+    for base, length in SUITE_EPISODE_LENGTHS.items():
+        if suite == base or suite.startswith(base + "_"):
+            return length
+    raise ValueError(f"no LIBERO suite is a prefix of {suite!r}; suites: {', '.join(SUITES)}")
+
+
 def suite_of(task: str) -> str:
     if task not in _task_index():
         raise ValueError(

