@@ -108,6 +108,12 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     def type(self) -> str:
         return self.get_choice_name(self.__class__)
 
+    @property
+    def format_type(self) -> str:
+        """The env type whose observation format, and LeRobot's env processors, this one shares:
+        its own, but LIBERO's for LIBERO-PRO (whose envs are LIBERO's, perturbed)."""
+        return self.type
+
     def task_groups(self) -> dict[str, list[str]]:
         """`--env.task` resolved to {group: [task name, ...]}, in evaluation order.
 

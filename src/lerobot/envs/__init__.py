@@ -10,6 +10,7 @@ from typing import Any
 from lerobot.envs import (
     aloha,  # noqa: F401,E402  (registers --env.type=aloha)
     libero,  # noqa: F401,E402  (registers --env.type=libero)
+    libero_pro,  # noqa: F401,E402  (registers --env.type=libero_pro)
     metaworld,  # noqa: F401,E402  (registers --env.type=metaworld)
     pusht,  # noqa: F401,E402  (registers --env.type=pusht)
 )

@@ -112,8 +112,12 @@ class LiberoEnvConfig(EnvConfig):
             ("num_settle_steps", self.num_settle_steps, 0),
         ):
             require_at_least(f"--env.{flag}", value, low)
-        self._selected_tasks = select_tasks(resolve_suites(self.task), self.task_ids)
+        self._selected_tasks = self._select_tasks()
         check_installed()
+
+    def _select_tasks(self) -> dict[str, dict[int, str]]:
+        """{suite: {task_id: task name}} that `--env.task` and `--env.task_ids` select."""
+        return select_tasks(resolve_suites(self.task), self.task_ids)
 
     def _check_lerobot_flags(self) -> None:
         require_choice("--env.control_mode", self.control_mode, CONTROL_MODES)

@@ -130,7 +130,13 @@ class LiberoEnv(gym.Env):
     def _ensure_sim(self):
         if self._sim is None:
             self._sim = _build_simulator(
-                self.suite, self.task, self.camera_names, self.height, self.width, self.control_freq, self.hard_reset
+                self.suite,
+                self.task,
+                self.camera_names,
+                self.height,
+                self.width,
+                self.control_freq,
+                self.hard_reset,
             )
             # Closing frees robosuite's GL context; left to the garbage collector at interpreter
             # exit, after robosuite's own exit hook has shut EGL down, it prints EGL errors. So

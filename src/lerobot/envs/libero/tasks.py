@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+from collections.abc import Callable
 from importlib import resources
 from typing import Literal
 
@@ -84,13 +85,22 @@ def resolve_suites(task_arg: str) -> list[str]:
     return suites
 
 
-def select_tasks(suites: list[str], task_ids: list[int] | None) -> dict[str, dict[int, str]]:
-    """{suite: {task_id: task name}} for the given ids (all tasks when None), ids ascending."""
+def standard_task_names(suite: str) -> list[str]:
+    return [task["name"] for task in load_suites()[suite]]
+
+
+def select_tasks(
+    suites: list[str],
+    task_ids: list[int] | None,
+    task_names: Callable[[str], list[str]] = standard_task_names,
+) -> dict[str, dict[int, str]]:
+    """{suite: {task_id: task name}} for the given ids (all tasks when None), ids ascending;
+    `task_names` lists a suite's tasks in id order (LIBERO-PRO passes its own)."""
     if task_ids is not None and not task_ids:
         raise ConfigError("--env.task_ids=[]: list at least one task id, or leave it unset for all tasks")
     selected: dict[str, dict[int, str]] = {}
     for suite in suites:
-        names = [task["name"] for task in load_suites()[suite]]
+        names = task_names(suite)
         ids = range(len(names)) if task_ids is None else sorted(set(task_ids))
         bad = [i for i in ids if not 0 <= i < len(names)]
         if bad:

@@ -76,7 +76,7 @@ class LeRobotBridgePolicy(PreTrainedPolicy):
             checkpoint=str(config.pretrained_path),
             device=config.device,
             use_amp=config.use_amp,
-            env_type=env_cfg.type if env_cfg is not None else None,
+            env_type=env_cfg.format_type if env_cfg is not None else None,
         )
         self._child: ChildProcess | None = None
         self._queued: list[int] | None = None

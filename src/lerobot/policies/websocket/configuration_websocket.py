@@ -73,7 +73,7 @@ class WebsocketConfig(PreTrainedConfig):
 
     def check_env(self, env: EnvConfig) -> None:
         needed = FORMAT_ENV_TYPES.get(self.obs_format)
-        if needed is not None and env.type != needed:
+        if needed is not None and env.format_type != needed:
             raise ConfigError(
                 f"--policy.obs_format={self.obs_format}: made for --env.type={needed}, not {env.type}; "
                 "use --policy.obs_format=lerobot"
