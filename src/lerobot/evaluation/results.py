@@ -343,6 +343,9 @@ class RunResult:
             "n_episodes_retried": self.n_episodes_retried,
             "n_episodes_failed": self.n_episodes_failed,
         }
+        per_perturbation = self._per_perturbation()
+        if per_perturbation is not None:
+            info["per_perturbation"] = per_perturbation
         if self.missing_episodes is not None:
             info["missing_episodes"] = [asdict(m) for m in self.missing_episodes]
         if self.merged_from is not None:
@@ -350,6 +353,12 @@ class RunResult:
         if self.provenance:
             info["provenance"] = dict(self.provenance)
         return to_strict_json(info)
+
+    def _per_perturbation(self) -> dict[str, Any] | None:
+        # Imported here: `robustness` builds on this module's Summary.
+        from lerobot.evaluation.robustness import per_perturbation_json
+
+        return per_perturbation_json(self.groups)
 
     # -- what reports show ------------------------------------------------------------------
 

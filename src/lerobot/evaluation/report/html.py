@@ -28,6 +28,7 @@ from lerobot.evaluation.report.comparison import comparability_warning, compared
 from lerobot.evaluation.report.markup import Markup, concat, el, esc, raw
 from lerobot.evaluation.report.text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
 from lerobot.evaluation.results import EpisodeResult, RunResult, Summary, TaskResult
+from lerobot.evaluation.robustness import Robustness, pooled_groups, robustness
 
 EPISODE_TABLE_OPEN_MAX_ROWS = 200
 """Longer per-episode tables (LIBERO: 2000 rows) start folded so the page stays readable."""
@@ -43,6 +44,7 @@ def render_report(run: RunResult) -> str:
         _section("Success per task", concat(chart_legend_note(), success_chart([run], [run.name]))),
         _section("Per task", _task_table(run)),
         _section("Per suite", _group_table(run)) if run.has_suites and len(run.groups) > 1 else "",
+        _robustness_section(robustness(run.groups)),
         _section("Videos", _videos(videos)) if videos else "",
         _section("Episodes", _episode_table(run, videos)),
         _section("Provenance", _provenance(run)),
@@ -59,6 +61,7 @@ def render_comparison(runs: Sequence[RunResult], labels: Sequence[str], output_d
         _section("Runs", _runs_table(runs, labels, output_dir)),
         _section("Success per task", concat(chart_legend_note(), success_chart(runs, labels))),
         _section("Per task", _comparison_table(runs, labels)),
+        _robustness_section(robustness(pooled_groups(run.groups for run in runs))),
     ]
     return _page("Comparison " + DASH + " " + " vs ".join(labels), body)
 
@@ -219,6 +222,41 @@ def _task_table(run: RunResult) -> Markup:
 def _group_table(run: RunResult) -> Markup:
     rows = [[el("code", group), *_rate_cells(rate)] for group, rate in run.groups.items()]
     return _table([("Suite", KEY), *RATE_COLUMNS], rows)
+
+
+def _robustness_section(found: Robustness | None) -> Markup | str:
+    """Each perturbation family's success beside the unperturbed suite's, with the change."""
+    if found is None:
+        return ""
+    columns = [("Base suite", KEY), ("Unperturbed", NUM), *((family, NUM) for family in found.families)]
+    rows = [
+        [
+            el("code", row.base_suite),
+            _rate_with_ci(row.unperturbed.summary if row.unperturbed else None),
+            *(_perturbed_cell(row.perturbed.get(f), row.drop(f)) for f in found.families),
+        ]
+        for row in found.rows
+    ]
+    rows.append(
+        [
+            el("strong", "All"),
+            _rate_with_ci(found.unperturbed_overall()),
+            *(_rate_with_ci(found.family_overall(f)) for f in found.families),
+        ]
+    )
+    note = el(
+        "p",
+        "Success % [95% Wilson interval] per LIBERO-PRO perturbation family, beside the same "
+        "tasks unperturbed when they were run; the change is in percentage points.",
+    )
+    return _section("Under perturbation", concat(note, _table(columns, rows)))
+
+
+def _perturbed_cell(rate: Any, drop: float | None) -> Markup | str:
+    if rate is None:
+        return DASH
+    change = el("span", f" ({drop:+.1f} pts)", class_="ci") if drop is not None else ""
+    return concat(_rate_with_ci(rate.summary), change)
 
 
 EpisodeVideoLink = tuple[TaskResult, EpisodeResult, str]

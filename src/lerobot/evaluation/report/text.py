@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
 from lerobot.evaluation.results import RunResult, Summary
+from lerobot.evaluation.robustness import Robustness, RobustnessRow, pooled_groups, robustness
 
 DASH = "\u2013"  # en dash, for ranges and missing values in HTML and markdown
 
@@ -30,7 +31,33 @@ def render_summary(run: RunResult) -> str:
         lines += [*_summary_task_table(run), "", "</details>", ""]
     else:
         lines += [*_summary_task_table(run), ""]
+    lines += robustness_table(robustness(run.groups))
     return "\n".join([*lines, settings_sentence(run), ""])
+
+
+def robustness_table(found: Robustness | None) -> list[str]:
+    """Markdown: per base suite, unperturbed and each perturbation family, with the change."""
+    if found is None:
+        return []
+
+    def perturbed(row: RobustnessRow, family: str) -> str:
+        if family not in row.perturbed:
+            return DASH
+        drop = row.drop(family)
+        return _pc_with_ci(row.perturbed[family].summary) + (f", {drop:+.1f} pts" if drop is not None else "")
+
+    rows = [
+        [row.base_suite, _pc_with_ci(row.unperturbed.summary if row.unperturbed else None)]
+        + [perturbed(row, family) for family in found.families]
+        for row in found.rows
+    ]
+    rows.append(
+        ["**All**", _pc_with_ci(found.unperturbed_overall())]
+        + [_pc_with_ci(found.family_overall(family)) for family in found.families]
+    )
+    header = ["Base suite", "Unperturbed", *found.families]
+    caption = "Success % (95% Wilson interval) under each LIBERO-PRO perturbation family; change in points."
+    return ["### Under perturbation", "", *markdown_table(header, rows, n_text_columns=1), "", caption, ""]
 
 
 def _suite_table(run: RunResult) -> list[str]:
@@ -59,7 +86,8 @@ def render_comparison_summary(runs: Sequence[RunResult], labels: Sequence[str]) 
     notes = [f"- {label}: {settings_sentence(run)}" for label, run in zip(labels, runs, strict=True)]
     warning = comparability_warning(runs)
     caption = "Success % (95% Wilson interval)." + (f" **{warning}**" if warning else "")
-    return "\n".join(["## Comparison", "", *table, "", caption, "", *notes, ""])
+    perturbation = robustness_table(robustness(pooled_groups(run.groups for run in runs)))
+    return "\n".join(["## Comparison", "", *table, "", caption, "", *perturbation, *notes, ""])
 
 
 def incomplete_reason(run: RunResult, short: bool = False) -> str:
