@@ -143,12 +143,16 @@ def scene_at_reset(suite: str) -> dict:
         env.close()
 
 
+SCENES = pytest.mark.xdist_group("libero_pro_scenes")  # one worker builds the five scenes once
+
+
 @pytest.fixture(scope="module")
 def scenes() -> dict[str, dict]:
     return {suite: scene_at_reset(suite) for suite in ["libero_spatial", *FAMILY_SUITES.values()]}
 
 
 @pytest.mark.slow
+@SCENES
 def test_language_family_rewords_the_instruction_in_the_same_scene(scenes):
     base, lan = scenes["libero_spatial"], scenes["libero_spatial_lan"]
     assert lan["instruction"] in package_config("ood_language") and lan["instruction"] != base["instruction"]
@@ -156,6 +160,7 @@ def test_language_family_rewords_the_instruction_in_the_same_scene(scenes):
 
 
 @pytest.mark.slow
+@SCENES
 def test_object_family_replaces_the_objects_its_config_names(scenes):
     base, swapped = (
         set(scenes["libero_spatial"]["categories"].values()),
@@ -170,6 +175,7 @@ def test_object_family_replaces_the_objects_its_config_names(scenes):
 
 
 @pytest.mark.slow
+@SCENES
 def test_position_family_swaps_the_objects_its_config_names(scenes):
     """Each object the config names now starts where one of its candidates started, and that
     candidate where the object did (within the placement regions' few centimetres)."""
@@ -182,6 +188,7 @@ def test_position_family_swaps_the_objects_its_config_names(scenes):
 
 
 @pytest.mark.slow
+@SCENES
 def test_task_family_sets_the_goal_its_config_pairs_with_the_instruction(scenes):
     base, task = scenes["libero_spatial"], scenes["libero_spatial_task"]
     expected = package_config("ood_task")[task["instruction"]]["goal"]  # "(And (On a b) ...)"
