@@ -41,7 +41,9 @@ def fingerprint(suite: str, size: int, seed: int, episode_index: int, steps: int
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("suite", ["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"])
+@pytest.mark.parametrize(
+    "suite", ["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"]
+)
 def test_standard_suites_simulate_as_hf_libero_did(suite):
     recorded = json.loads(RECORDED.read_text())
     settings = {k: recorded[k] for k in ("size", "seed", "episode_index", "steps", "action_seed")}
