@@ -178,9 +178,10 @@ def test_a_benchmark_config_names_its_env_class_by_entry_point(benchmark):
     assert gymnasium_loaded == "False"
 
 
-EVALUATION_LAYERS = [{"results", "intervals"}, {"report"}, {"store"}, {"run"}, {"evaluate"}, {"adapters"}]
-"""The concerns of `lerobot.evaluation`, lowest first: the result model, its views, what lands
-on disk, running, the one entry point, and the other ways in (LeRobot's API, recording)."""
+EVALUATION_LAYERS = [{"results", "intervals", "robustness"}, {"report"}, {"store"}, {"run"}, {"evaluate"}, {"adapters"}]
+"""The concerns of `lerobot.evaluation`, lowest first: the result model (with its regrouping by
+perturbation family), its views, what lands on disk, running, the one entry point, and the
+other ways in (LeRobot's API, recording)."""
 
 
 def test_evaluation_concerns_import_downwards_only():
