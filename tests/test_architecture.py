@@ -178,7 +178,14 @@ def test_a_benchmark_config_names_its_env_class_by_entry_point(benchmark):
     assert gymnasium_loaded == "False"
 
 
-EVALUATION_LAYERS = [{"results", "intervals", "robustness"}, {"report"}, {"store"}, {"run"}, {"evaluate"}, {"adapters"}]
+EVALUATION_LAYERS = [
+    {"results", "intervals", "robustness"},
+    {"report"},
+    {"store"},
+    {"run"},
+    {"evaluate"},
+    {"adapters"},
+]
 """The concerns of `lerobot.evaluation`, lowest first: the result model (with its regrouping by
 perturbation family), its views, what lands on disk, running, the one entry point, and the
 other ways in (LeRobot's API, recording)."""

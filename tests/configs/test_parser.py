@@ -74,7 +74,10 @@ BASE = ["--policy.type=random", "--env.type=metaworld"]
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--policy.type=random"], "--env.type: required; choose one of aloha, libero, libero_pro, metaworld, pusht"),
+        (
+            ["--policy.type=random"],
+            "--env.type: required; choose one of aloha, libero, libero_pro, metaworld, pusht",
+        ),
         (
             [*BASE, "--seed=-1"],
             "--seed=-1: episode seeds run from seed to seed + n_episodes - 1 and must lie in",
