@@ -121,6 +121,13 @@ def test_an_openpi_layout_on_another_benchmark_fails_at_parse_time(obs_format, e
         WebsocketConfig(obs_format=obs_format).check_env(make_env_config("metaworld"))
 
 
+def test_openpis_libero_layout_serves_libero_pro_too():
+    """LIBERO-PRO's envs are LIBERO's, perturbed: the same observations reach the server."""
+    env_cfg = make_env_config("libero_pro", task="libero_goal_swap")
+    assert env_cfg.format_type == "libero"
+    WebsocketConfig(obs_format="openpi_libero").check_env(env_cfg)
+
+
 # -- served == local ----------------------------------------------------------------------
 
 
