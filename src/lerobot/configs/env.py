@@ -91,6 +91,9 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     worker_preload: ClassVar[tuple[str, ...]] = ()
     """Modules that worker processes should have imported before they start (simulator
     packages that take seconds to import); they must not create any GL context on import."""
+    native_bindings: ClassVar[tuple[str, ...]] = ()
+    """Simulator binding modules (`mujoco`) that a process stepping these envs beside a policy
+    imports before torch (see `lerobot.utils.import_order`: in the other order they run slower)."""
     env_entry_point: ClassVar[str | None] = None
     """`"package.module:Class"`: the gymnasium env one task runs in, built with `env_kwargs`.
     None: LeRobot's gym-id configs, whose envs `gym.make` builds."""

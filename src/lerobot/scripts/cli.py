@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, HelpRequested, parse_config
 from lerobot.utils.gl import default_mujoco_gl
+from lerobot.utils.import_order import import_before_torch
 from lerobot.utils.import_utils import register_third_party_plugins
 from lerobot.utils.logging_utils import init_logging
 from lerobot.utils.threads import prefer_passive_omp_waits
@@ -41,3 +42,15 @@ def start_cli(config_class: type[T], argv: Sequence[str] | None, prog: str, desc
         return USAGE_EXIT_CODE
     init_logging(cfg.log_level)
     return cfg
+
+
+def import_simulator_bindings(cfg: object) -> None:
+    """Import the simulator bindings of `cfg.env` (if any) before torch: this process may step
+    the envs beside the policy, and they run slower in the other order.
+
+    Called once every check of the command line has passed, just before the work loads torch:
+    bad input is still answered before any simulator loads.
+    """
+    env_cfg = getattr(cfg, "env", None)
+    if env_cfg is not None:
+        import_before_torch(env_cfg.native_bindings)

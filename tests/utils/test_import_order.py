@@ -1,0 +1,58 @@
+"""Simulator bindings load before torch in a process that steps envs beside the policy.
+
+`sys.modules` keeps insertion order, so the order two modules appear in it is the order they
+were first imported. Each case runs in a fresh interpreter: this one has torch loaded already.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+{setup}
+names = list(sys.modules)
+print(json.dumps({{"result": result, "order": [m for m in names if m in ("mujoco", "torch")]}}))
+"""
+
+
+def probe(setup: str) -> dict:
+    code = PROBE.format(setup=setup)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_bindings_are_imported_when_torch_is_not_loaded_yet():
+    report = probe(
+        "from lerobot.utils.import_order import import_before_torch\n"
+        "result = import_before_torch(['mujoco', 'no_such_module_here'])\n"
+        "import torch"
+    )
+    assert report == {"result": ["mujoco"], "order": ["mujoco", "torch"]}
+
+
+def test_nothing_is_imported_once_torch_is_loaded():
+    report = probe(
+        "import torch\n"
+        "from lerobot.utils.import_order import import_before_torch\n"
+        "result = import_before_torch(['mujoco'])"
+    )
+    assert report == {"result": [], "order": ["torch"]}
+
+
+def test_lerobot_eval_on_metaworld_loads_mujoco_before_torch(tmp_path):
+    argv = [
+        "--env.type=metaworld",
+        "--env.obs_type=state",
+        "--env.episode_length=3",
+        "--policy.type=random",
+        "--eval.n_episodes=1",
+        "--eval.batch_size=1",
+        f"--output_dir={tmp_path / 'run'}",
+    ]
+    report = probe(f"from lerobot.scripts.lerobot_eval import main\nresult = main({argv!r})")
+    assert report == {"result": 0, "order": ["mujoco", "torch"]}
