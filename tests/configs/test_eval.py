@@ -1,6 +1,6 @@
 import pytest
 
-from lerobot.configs.eval import EvalConfig, auto_batch_size
+from lerobot.configs.eval import EvalConfig, auto_batch_size, auto_envs_in_main_process
 from lerobot.utils.errors import ConfigError
 
 
@@ -35,12 +35,28 @@ def test_a_single_env_runs_in_process():
 
 
 @pytest.mark.parametrize(
+    ("n_envs", "cores", "expected"),
+    [(1, 8, 0), (2, 2, 1), (4, 16, 1), (5, 16, 0), (3, 2, 0), (32, 16, 0)],
+)
+def test_small_batches_step_one_env_in_the_main_process_by_default(n_envs, cores, expected):
+    assert auto_envs_in_main_process(n_envs, cores) == expected
+
+
+def test_envs_in_the_main_process_are_all_of_them_without_workers_and_at_most_the_batch():
+    assert EvalConfig(n_episodes=5, batch_size=1).resolved_envs_in_main_process == 1
+    assert EvalConfig(n_episodes=5, batch_size=3, use_async_envs=False).resolved_envs_in_main_process == 3
+    assert EvalConfig(n_episodes=5, batch_size=3, envs_in_main_process=0).resolved_envs_in_main_process == 0
+    assert EvalConfig(n_episodes=5, batch_size=3, envs_in_main_process=9).resolved_envs_in_main_process == 3
+
+
+@pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"n_episodes": 0}, r"^--eval.n_episodes=0: must be a positive integer$"),
         ({"n_episodes": -3}, r"^--eval.n_episodes=-3: must be a positive integer$"),
         ({"batch_size": -1}, r"^--eval.batch_size=-1: must be 0 \(auto\) or a positive integer$"),
         ({"max_episodes_rendered": -1}, r"^--eval.max_episodes_rendered=-1"),
+        ({"envs_in_main_process": -1}, r"^--eval.envs_in_main_process=-1: must be 0 or more"),
     ],
 )
 def test_bad_values_are_rejected_with_the_flag_name(kwargs, message):

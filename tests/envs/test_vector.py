@@ -1,10 +1,12 @@
 import functools
 import multiprocessing as mp
+import os
+import time
 
 import numpy as np
 import pytest
 
-from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv
+from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, _await_command, auto_worker_spin_s
 from tests.fakes import FakeEnv, fake_spaces
 
 
@@ -120,3 +122,81 @@ def test_some_slots_step_while_others_reset_in_the_same_round(use_async):
         assert failure.kind == "error" and "fake crash at seed 7" in failure.message
     finally:
         env.close()
+
+
+def make_mixed_vec(n_envs: int, in_process: int, **env_kwargs) -> LazyVectorEnv:
+    obs_space, act_space = fake_spaces()
+    factory = functools.partial(FakeEnv, **env_kwargs)
+    return LazyVectorEnv(
+        [factory] * n_envs, obs_space, act_space, use_async=True, in_process_slots=in_process
+    )
+
+
+def test_the_first_slots_can_live_in_this_process_beside_workers():
+    env = make_mixed_vec(3, in_process=1)
+    try:
+        env.reset_at([0, 1, 2], seeds=[0, 1, 2])
+        pids = env.call("pid")
+        assert pids[0] == os.getpid() and len({os.getpid(), *pids[1:]}) == 3
+        steps, resets = env.step_and_reset_at([0, 2], [np.zeros(2, np.float32)] * 2, [1], [5], [None])
+        assert [s.observation["agent_pos"].tolist() for s in steps] == [[0, 1], [2, 1]]
+        assert resets[0][0]["agent_pos"].tolist() == [5, 0]
+    finally:
+        env.close()
+
+
+def test_every_slot_in_this_process_starts_no_worker():
+    before = len(mp.active_children())
+    env = make_mixed_vec(2, in_process=2)
+    try:
+        env.reset_at([0, 1], seeds=[0, 1])
+        assert env.call("pid") == (os.getpid(), os.getpid())
+        assert len(mp.active_children()) == before
+    finally:
+        env.close()
+
+
+def test_an_in_process_slot_that_raises_is_a_failure_of_that_slot_and_restarts():
+    env = make_mixed_vec(2, in_process=1, crash_seeds=(7,))
+    try:
+        failure, (observation, _) = env.reset_at([0, 1], seeds=[7, 1], tolerate_failures=True)
+        assert failure.env_id == 0 and failure.kind == "error" and "fake crash at seed 7" in failure.message
+        assert observation["agent_pos"].tolist() == [1, 0]
+        env.restart([0])
+        assert env.reset_at([0], seeds=[3])[0][0]["agent_pos"].tolist() == [3, 0]
+        assert env.call("pid")[0] == os.getpid()
+    finally:
+        env.close()
+
+
+def test_an_env_that_cannot_be_built_in_process_fails_its_first_command():
+    obs_space, act_space = fake_spaces()
+
+    def broken() -> FakeEnv:
+        raise OSError("no display")
+
+    env = LazyVectorEnv([broken, FakeEnv], obs_space, act_space, use_async=True, in_process_slots=1)
+    try:
+        [failure] = env.reset_at([0], seeds=[0], tolerate_failures=True)
+        assert failure.kind == "error" and "OSError: no display" in failure.message
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("n_workers", "cores", "spins"),
+    [(1, 2, True), (2, 2, False), (15, 16, True), (32, 16, False), (0, 4, False)],
+)
+def test_workers_watch_their_pipe_only_when_each_has_a_core(n_workers, cores, spins):
+    assert (auto_worker_spin_s(n_workers, cores) > 0) == spins
+
+
+def test_a_watching_worker_sees_a_command_at_once_and_gives_up_after_its_spin():
+    parent, child = mp.Pipe()
+    started = time.perf_counter()
+    _await_command(child, 0.05)  # nothing comes: back after the spin, to sleep in recv
+    assert 0.05 <= time.perf_counter() - started < 1.0
+    parent.send("step")
+    started = time.perf_counter()
+    _await_command(child, 5.0)
+    assert time.perf_counter() - started < 1.0 and child.recv() == "step"

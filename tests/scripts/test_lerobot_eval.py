@@ -58,7 +58,7 @@ def test_random_policy_stays_near_zero(tmp_path):
 
 
 @pytest.mark.slow
-def test_results_are_identical_for_sync_and_async_batches(tmp_path):
+def test_results_are_identical_for_any_batch_and_wherever_its_envs_run(tmp_path):
     common = [
         "--policy.type=random",
         "--env.type=metaworld",
@@ -69,9 +69,20 @@ def test_results_are_identical_for_sync_and_async_batches(tmp_path):
         "--eval.max_episodes_rendered=0",
         "--seed=7",
     ]
-    runs = {bs: run_cli(tmp_path / f"bs{bs}", *common, f"--eval.batch_size={bs}") for bs in (1, 2, 3)}
-    assert per_episode_outcomes(runs[1]) == per_episode_outcomes(runs[2]) == per_episode_outcomes(runs[3])
-    assert [e["seed"] for e in runs[1]["per_episode"]] == [7, 8, 9, 10, 11]
+    # (batch size, envs the main process steps beside the workers): all in-process, all in
+    # workers, and mixed.
+    layouts = [(1, 1), (2, 0), (2, 1), (3, 0), (3, 2)]
+    runs = [
+        run_cli(
+            tmp_path / f"bs{bs}-main{main}",
+            *common,
+            f"--eval.batch_size={bs}",
+            f"--eval.envs_in_main_process={main}",
+        )
+        for bs, main in layouts
+    ]
+    assert all(per_episode_outcomes(run) == per_episode_outcomes(runs[0]) for run in runs[1:])
+    assert [e["seed"] for e in runs[0]["per_episode"]] == [7, 8, 9, 10, 11]
 
 
 @pytest.mark.slow

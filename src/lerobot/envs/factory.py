@@ -65,8 +65,10 @@ def make_task_env(
     n_envs: int,
     use_async_envs: bool,
     step_timeout_s: float | None = None,
+    in_process_slots: int = 0,
 ) -> LazyVectorEnv:
-    """`n_envs` lazy copies of one task; a worker silent for `step_timeout_s` is replaced.
+    """`n_envs` lazy copies of one task; a worker silent for `step_timeout_s` is replaced;
+    with workers, the first `in_process_slots` envs still run in this process.
 
     The env carries its `TaskSpec` (and, for code written against LeRobot, the task name,
     description and fps in `metadata`).
@@ -82,6 +84,7 @@ def make_task_env(
         step_timeout_s=step_timeout_s,
         metadata={"render_fps": task.fps, "task": task.name, "task_description": task.description},
         task=task,
+        in_process_slots=in_process_slots,
     )
 
 

@@ -14,10 +14,13 @@ import contextlib
 import dataclasses
 import logging
 import multiprocessing as mp
+import os
 import signal
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from multiprocessing import forkserver
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -171,11 +174,12 @@ def _step_chunk(env: gym.Env, actions: np.ndarray, want_frames: bool) -> ChunkRe
     return ChunkResult(tuple(steps))
 
 
-def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None) -> None:
+def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None, spin_s: float = 0.0) -> None:
     """Serve commands for one sub-env until told to close or the parent goes away.
 
     With `shared`, the big arrays of reset and step observations go through that shared
-    memory block (see lerobot.envs.shared_obs) instead of the pipe.
+    memory block (see lerobot.envs.shared_obs) instead of the pipe. With `spin_s`, the worker
+    watches its pipe for that long after each reply before it sleeps (`_await_command`).
     """
     # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -185,6 +189,7 @@ def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None) -> 
         env = env_fn()
         while True:
             try:
+                _await_command(conn, spin_s)
                 command, payload = conn.recv()
             except EOFError:
                 return
@@ -203,6 +208,22 @@ def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None) -> 
             env.close()
 
 
+def _await_command(conn, spin_s: float) -> None:
+    """Return once a command is waiting, or after `spin_s` (the caller's recv then sleeps).
+
+    A worker asleep on its pipe is woken by the kernel when the next command arrives, which
+    on a VM took 70-80 us here, on every step, in the critical path: at half-millisecond
+    steps, a sixth of a lockstep round. Watching the pipe for a moment instead answers at
+    once, at the price of a busy core during the wait; worth it only when every worker and
+    the main process have a core of their own (`LazyVectorEnv`'s `worker_spin_s`).
+    """
+    if spin_s <= 0:
+        return
+    deadline = time.perf_counter() + spin_s
+    while not conn.poll() and time.perf_counter() < deadline:
+        pass
+
+
 class _InProcessSlot:
     """A sub-env living in this process; created on its first command (or handed over built)."""
 
@@ -212,9 +233,9 @@ class _InProcessSlot:
         self._reply: tuple[str, Any] | None = None
 
     def send(self, command: str, payload: Any = None) -> None:
-        if self._env is None:
-            self._env = self._env_fn()
-        try:
+        try:  # building the env is part of the first command: its failure is the reply, as a worker's
+            if self._env is None:
+                self._env = self._env_fn()
             self._reply = ("ok", _run_command(self._env, command, payload))
         except Exception as exc:
             self._reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
@@ -234,12 +255,18 @@ class _WorkerSlot:
     """A sub-env living in its own worker process, spoken to over a pipe."""
 
     def __init__(
-        self, env_fn: EnvFactory, context: mp.context.BaseContext, observation_space: gym.Space | None = None
+        self,
+        env_fn: EnvFactory,
+        context: mp.context.BaseContext,
+        observation_space: gym.Space | None = None,
+        spin_s: float = 0.0,
     ):
         self.shared = _shared_block_for(observation_space)
         self._conn, child_conn = context.Pipe()
         spec = self.shared.spec if self.shared is not None else None
-        self.process = context.Process(target=_worker_main, args=(child_conn, env_fn, spec), daemon=True)
+        self.process = context.Process(
+            target=_worker_main, args=(child_conn, env_fn, spec, spin_s), daemon=True
+        )
         self.process.start()
         child_conn.close()
         self._command: str | None = None
@@ -307,6 +334,35 @@ def _shared_block_for(observation_space: gym.Space | None) -> SharedBlock | None
         return None
 
 
+WORKER_SPIN_S = 0.001
+"""How long a worker watches its pipe after a reply when it has a core of its own: a policy
+step of the main process (batching, a small policy, the other replies) fits in it."""
+
+
+def auto_worker_spin_s(n_workers: int, cpu_count: int | None = None) -> float:
+    """WORKER_SPIN_S when every worker and the main process have a core of their own, else 0:
+    a watching worker would take the core another one needs."""
+    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    return WORKER_SPIN_S if n_workers > 0 and n_workers + 1 <= cores else 0.0
+
+
+def start_fork_server(preload_modules: Sequence[str] = ()) -> None:
+    """Start multiprocessing's fork server, if not yet running, without waiting for it.
+
+    The server imports `preload_modules` once, so each worker forked from it starts with the
+    simulator package loaded (seconds per worker and per task otherwise); that import runs in
+    the background from here on. Only the first list set before the server starts counts.
+    Calling this early (before loading a policy) overlaps the import with the caller's work.
+    """
+    # MuJoCo picks its GL backend when first imported, in whichever process imports it first:
+    # the fork server preloading a simulator package, or a worker. Both inherit this process's
+    # environment, so the headless default is set here, before either exists.
+    default_mujoco_gl()
+    if preload_modules:
+        mp.get_context("forkserver").set_forkserver_preload(list(preload_modules))
+    forkserver.ensure_running()
+
+
 class LazyVectorEnv(gym.vector.VectorEnv):
     """`num_envs` copies of one task, started on first use and closed with `close()`.
 
@@ -314,6 +370,13 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     `use_async=True` every sub-env lives in its own process, started with `forkserver` so no
     worker inherits the parent's threads or GL state; the simulator itself is created inside
     the worker on first reset (the env classes are lazy too).
+
+    `in_process_slots=k` keeps the first k sub-envs in this process even with workers for the
+    others. Each command is sent to the workers first, then run here while they work: the
+    caller steps k envs in the time it would otherwise only wait. Those k have no crash
+    isolation (a hang cannot be timed out, a segfault ends the process), as with one env.
+    `worker_spin_s`: how long each worker watches its pipe for the next command before it
+    sleeps (see `_await_command`); None: `auto_worker_spin_s`.
     """
 
     def __init__(
@@ -327,12 +390,23 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         step_timeout_s: float | None = None,
         preload_modules: Sequence[str] = (),
         task: TaskSpec | None = None,
+        in_process_slots: int = 0,
+        worker_spin_s: float | None = None,
     ):
         if not env_fns:
             raise ValueError("LazyVectorEnv needs at least one env factory")
+        if not 0 <= in_process_slots <= len(env_fns):
+            raise ValueError(f"in_process_slots={in_process_slots}: must be in 0..{len(env_fns)}")
         self.env_fns = list(env_fns)
         self.num_envs = len(self.env_fns)
-        self.use_async = use_async and self.num_envs > 1
+        self.use_async = use_async and self.num_envs > max(1, in_process_slots)
+        self.in_process_slots = in_process_slots if self.use_async else self.num_envs
+        """How many slots (the first ones) live in this process."""
+        self.worker_spin_s = (
+            worker_spin_s
+            if worker_spin_s is not None
+            else auto_worker_spin_s(self.num_envs - self.in_process_slots)
+        )
         self.context = context
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
@@ -373,19 +447,13 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         return self._slots
 
     def _start_slot(self, env_id: int) -> _InProcessSlot | _WorkerSlot:
-        if not self.use_async:
+        if env_id < self.in_process_slots:
             return _InProcessSlot(self.env_fns[env_id])
-        # MuJoCo picks its GL backend when first imported, in whichever process imports it
-        # first: the fork server preloading a simulator package, or a worker. Both inherit this
-        # process's environment, so the headless default is set here, before either exists.
         default_mujoco_gl()
         context = mp.get_context(self.context)
-        if self.preload_modules and self.context == "forkserver":
-            # Imported once in the fork server, so each new worker starts with the simulator
-            # package loaded (seconds per worker and per task otherwise). Only the first list
-            # set before the server starts counts; later ones are ignored by multiprocessing.
-            context.set_forkserver_preload(list(self.preload_modules))
-        return _WorkerSlot(self.env_fns[env_id], context, self.single_observation_space)
+        if self.context == "forkserver":
+            start_fork_server(self.preload_modules)
+        return _WorkerSlot(self.env_fns[env_id], context, self.single_observation_space, self.worker_spin_s)
 
     def restart(self, env_ids: Sequence[int]) -> None:
         """Replace the given sub-envs by fresh ones (new workers), e.g. after a crash or hang."""
@@ -401,8 +469,16 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         return self._gather(env_ids)
 
     def _send(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> None:
+        self._send_commands(
+            [(env_id, command, payload) for env_id, payload in zip(env_ids, payloads, strict=True)]
+        )
+
+    def _send_commands(self, commands: Sequence[tuple[int, str, Any]]) -> None:
+        """Send each (env_id, command, payload): to the worker slots first, so that they work
+        while the in-process slots run theirs (an in-process slot runs its command on send)."""
         slots = self._ensure_started()
-        for env_id, payload in zip(env_ids, payloads, strict=True):
+        in_process = [c for c in commands if c[0] < self.in_process_slots]
+        for env_id, command, payload in [c for c in commands if c[0] >= self.in_process_slots] + in_process:
             slots[env_id].send(command, payload)
 
     def _gather(self, env_ids: Sequence[int]) -> list[Any]:
@@ -475,10 +551,11 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         starting its next episode resets while the others step, instead of holding them up.
         """
         commands, payloads = _step_commands(step_ids, actions, render_ids, blind_ids)
-        slots = self._ensure_started()
-        for env_id, command, payload in zip(step_ids, commands, payloads, strict=True):
-            slots[env_id].send(command, payload)
-        self._send(reset_ids, "reset", list(zip(seeds, options, strict=True)))
+        resets = [
+            (env_id, "reset", payload)
+            for env_id, payload in zip(reset_ids, zip(seeds, options, strict=True), strict=True)
+        ]
+        self._send_commands([*zip(step_ids, commands, payloads, strict=True), *resets])
         return self._gather(step_ids), self._gather(reset_ids)
 
     def render_at(

@@ -84,12 +84,21 @@ def evaluate(cfg: EvalPipelineConfig) -> RunResult:
     try:
         logger.info("output dir: %s", cfg.output_dir)
         if cfg.eval.backend == "local":
-            async_text = "async workers" if cfg.eval.resolved_use_async else "in-process"
-            logger.info("envs per task: %d (%s)", cfg.eval.resolved_batch_size, async_text)
+            logger.info("envs per task: %d (%s)", cfg.eval.resolved_batch_size, where_envs_run(cfg.eval))
         plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
         return run_evaluation(plan, backend, RunOutput.of(cfg))
     finally:
         backend.close()
+
+
+def where_envs_run(eval_cfg: EvalConfig) -> str:
+    """Where the local backend steps each task's envs, for the log."""
+    n_envs, in_process = eval_cfg.resolved_batch_size, eval_cfg.resolved_envs_in_main_process
+    if in_process >= n_envs:
+        return "in-process"
+    if in_process == 0:
+        return "async workers"
+    return f"{n_envs - in_process} async workers, {in_process} in the main process"
 
 
 def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
@@ -118,10 +127,11 @@ def make_local_backend(
 ) -> LocalBackend:
     """`policy` on fresh envs of `env_cfg`'s tasks, as many per task and as `--eval.*` says."""
     n_envs, use_async = eval_cfg.resolved_batch_size, eval_cfg.resolved_use_async
+    in_process = eval_cfg.resolved_envs_in_main_process
     return LocalBackend(
         policy,
         settings,
-        lambda task: make_task_env(env_cfg, task, n_envs, use_async, eval_cfg.step_timeout_s),
+        lambda task: make_task_env(env_cfg, task, n_envs, use_async, eval_cfg.step_timeout_s, in_process),
         max_parallel_tasks=env_cfg.max_parallel_tasks,
         recorders=recorders,
     )

@@ -44,13 +44,24 @@ def start_cli(config_class: type[T], argv: Sequence[str] | None, prog: str, desc
     return cfg
 
 
-def import_simulator_bindings(cfg: object) -> None:
-    """Import the simulator bindings of `cfg.env` (if any) before torch: this process may step
-    the envs beside the policy, and they run slower in the other order.
+def prepare_simulators(cfg: object) -> None:
+    """Get `cfg.env`'s simulators going before the work loads torch and the policy.
 
-    Called once every check of the command line has passed, just before the work loads torch:
-    bad input is still answered before any simulator loads.
+    The simulator bindings are imported first: this process may step envs beside the policy,
+    and they run slower in the other order (`lerobot.utils.import_order`). When the envs will
+    run in worker processes, the fork server they come from starts now, so its import of the
+    simulator package (about a second for Meta-World) overlaps with loading torch and the
+    policy instead of holding up the first task.
+
+    Called once every check of the command line has passed: bad input is still answered
+    before any simulator loads.
     """
     env_cfg = getattr(cfg, "env", None)
-    if env_cfg is not None:
-        import_before_torch(env_cfg.native_bindings)
+    if env_cfg is None:
+        return
+    import_before_torch(env_cfg.native_bindings)
+    eval_cfg = getattr(cfg, "eval", None)
+    if eval_cfg is not None and eval_cfg.backend == "local" and eval_cfg.resolved_use_async:
+        from lerobot.envs.vector import start_fork_server
+
+        start_fork_server(env_cfg.worker_preload)

@@ -21,7 +21,7 @@ import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs import parser
 from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import USAGE_EXIT_CODE
-from lerobot.scripts.cli import import_simulator_bindings, start_cli
+from lerobot.scripts.cli import prepare_simulators, start_cli
 from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, HarnessOutageError, ResultsWriteError
 from lerobot.utils.not_in_this_build import refused_attribute
 
@@ -78,7 +78,7 @@ def eval_main(cfg: EvalPipelineConfig) -> RunResult:
 
 def evaluate_with_clean_stop(cfg: EvalPipelineConfig) -> RunResult:
     """Evaluate, with Ctrl-C and SIGTERM turned into a clean stop; the run's result."""
-    import_simulator_bindings(cfg)
+    prepare_simulators(cfg)
     from lerobot.evaluation.evaluate import evaluate
     from lerobot.utils.signals import interrupts_as_exceptions
 

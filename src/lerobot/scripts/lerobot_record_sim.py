@@ -16,7 +16,7 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.record import RecordSimConfig
-from lerobot.scripts.cli import import_simulator_bindings, start_cli
+from lerobot.scripts.cli import prepare_simulators, start_cli
 from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, HarnessOutageError
 
 logger = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = start_cli(RecordSimConfig, argv, prog="lerobot-record-sim", description=__doc__)
     if isinstance(cfg, int):
         return cfg
-    import_simulator_bindings(cfg)
+    prepare_simulators(cfg)
     from lerobot.evaluation.adapters.record_sim import record_sim  # loads torch: only once the config is good
 
     try:

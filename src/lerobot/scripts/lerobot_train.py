@@ -19,7 +19,7 @@ import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import USAGE_EXIT_CODE
 from lerobot.configs.train import TrainPipelineConfig
-from lerobot.scripts.cli import import_simulator_bindings, start_cli
+from lerobot.scripts.cli import prepare_simulators, start_cli
 from lerobot.utils.errors import EXIT_INCOMPLETE, ConfigError, ResultsWriteError
 from lerobot.utils.io import make_output_dir
 from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{exc}\n")
         return USAGE_EXIT_CODE
     # Imported once the config is known to be good: they load torch and the dataset readers.
-    import_simulator_bindings(cfg)
+    prepare_simulators(cfg)
     from lerobot.datasets.reader import DatasetError
     from lerobot.training.train import train
 
