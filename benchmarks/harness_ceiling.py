@@ -140,6 +140,7 @@ def run_ours(args: argparse.Namespace, case: str, batch: int, checkpoint: Path, 
         f"--eval.chunks_in_workers={str(not case.endswith('per-step')).lower()}",
         f"--seed={args.seed}",
         f"--output_dir={out}",
+        *args.eval_flag,
     ]
     result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
     episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line]
@@ -171,6 +172,12 @@ def main() -> int:
         "--repeats", type=int, default=1, help="alternate the two sides, keep each one's best"
     )
     parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument(
+        "--eval-flag",
+        action="append",
+        default=[],
+        help="an extra lerobot-eval flag for our side, e.g. --eval-flag=--eval.envs_per_worker=1 (repeatable)",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("--child-ceiling", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -1,6 +1,6 @@
 import pytest
 
-from lerobot.configs.eval import EvalConfig, auto_batch_size, auto_envs_in_main_process
+from lerobot.configs.eval import EvalConfig, auto_batch_size, auto_envs_in_main_process, auto_envs_per_worker
 from lerobot.utils.errors import ConfigError
 
 
@@ -42,6 +42,23 @@ def test_small_batches_step_one_env_in_the_main_process_by_default(n_envs, cores
     assert auto_envs_in_main_process(n_envs, cores) == expected
 
 
+@pytest.mark.parametrize(
+    ("n_envs", "cores", "expected"),
+    [(1, 2, 1), (2, 2, 1), (3, 2, 2), (8, 2, 4), (64, 16, 4), (32, 16, 2), (8, 16, 1)],
+)
+def test_a_worker_per_core_at_most_by_default(n_envs, cores, expected):
+    assert auto_envs_per_worker(n_envs, cores) == expected
+
+
+def test_envs_per_worker_as_given_else_one_on_ray_and_per_core_here(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert EvalConfig(n_episodes=20, batch_size=8, envs_per_worker=3).resolved_envs_per_worker == 3
+    assert EvalConfig(n_episodes=20, batch_size=8).resolved_envs_per_worker == 4
+    assert (
+        EvalConfig(n_episodes=20, batch_size=2).resolved_envs_per_worker == 1
+    )  # one env in the main process
+
+
 def test_envs_in_the_main_process_are_all_of_them_without_workers_and_at_most_the_batch():
     assert EvalConfig(n_episodes=5, batch_size=1).resolved_envs_in_main_process == 1
     assert EvalConfig(n_episodes=5, batch_size=3, use_async_envs=False).resolved_envs_in_main_process == 3
@@ -57,6 +74,7 @@ def test_envs_in_the_main_process_are_all_of_them_without_workers_and_at_most_th
         ({"batch_size": -1}, r"^--eval.batch_size=-1: must be 0 \(auto\) or a positive integer$"),
         ({"max_episodes_rendered": -1}, r"^--eval.max_episodes_rendered=-1"),
         ({"envs_in_main_process": -1}, r"^--eval.envs_in_main_process=-1: must be 0 or more"),
+        ({"envs_per_worker": -1}, r"^--eval.envs_per_worker=-1: must be 0 \(auto\) or a positive integer$"),
     ],
 )
 def test_bad_values_are_rejected_with_the_flag_name(kwargs, message):

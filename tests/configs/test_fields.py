@@ -23,7 +23,7 @@ def test_the_result_neutral_settings_are_read_off_the_fields_nested_configs_incl
 
 def test_ray_only_settings_are_refused_on_the_local_backend_by_their_field_facts():
     ray_only = backend_only_fields(EvalConfig, "ray")
-    assert ray_only == ["ray_address", "num_workers", "gpus_per_worker", "envs_per_worker"]
+    assert ray_only == ["ray_address", "num_workers", "gpus_per_worker"]
     for name in ray_only:
         default = next(f.default for f in dataclasses.fields(EvalConfig) if f.name == name)
         with pytest.raises(ConfigError, match=rf"^--eval.{name}=.*only used by the Ray backend"):

@@ -200,3 +200,79 @@ def test_a_watching_worker_sees_a_command_at_once_and_gives_up_after_its_spin():
     started = time.perf_counter()
     _await_command(child, 5.0)
     assert time.perf_counter() - started < 1.0 and child.recv() == "step"
+
+
+def make_shared_vec(n_envs: int, per_worker: int, **kwargs) -> LazyVectorEnv:
+    obs_space, act_space = fake_spaces()
+    factory = functools.partial(FakeEnv, **kwargs.pop("env_kwargs", {}))
+    return LazyVectorEnv(
+        [factory] * n_envs, obs_space, act_space, use_async=True, envs_per_worker=per_worker, **kwargs
+    )
+
+
+def test_a_worker_can_step_several_envs_with_the_results_of_one_each():
+    zero = [np.zeros(2, np.float32)] * 5
+    outcomes = {}
+    for per_worker in (1, 2, 5):
+        env = make_shared_vec(5, per_worker)
+        try:
+            env.reset_at(range(5), seeds=[0, 1, 2, 3, 4])
+            steps = [env.step_at(range(5), zero) for _ in range(3)]
+            outcomes[per_worker] = [[s.observation["agent_pos"].tolist() for s in step] for step in steps]
+            pids = env.call("pid")
+            assert len(set(pids)) == -(-5 // per_worker) and os.getpid() not in pids
+            assert pids[0] == pids[per_worker - 1]
+        finally:
+            env.close()
+    assert outcomes[1] == outcomes[2] == outcomes[5]
+    assert not any(p.is_alive() for p in mp.active_children() if p.name.startswith("Process"))
+
+
+def test_an_env_that_raises_in_a_shared_worker_is_rebuilt_there_and_its_sibling_goes_on():
+    env = make_shared_vec(2, 2, env_kwargs={"crash_seeds": (7,)})
+    try:
+        env.reset_at([0], seeds=[4])
+        step = env.step_at([0], [np.zeros(2, np.float32)])[0]
+        assert step.observation["agent_pos"].tolist() == [4, 1]
+        [failure] = env.reset_at([1], seeds=[7], tolerate_failures=True)
+        assert failure.kind == "error" and "fake crash at seed 7" in failure.message
+        pid = env.call("pid")[0]
+        env.restart([1])
+        assert env.reset_at([1], seeds=[3])[0][0]["agent_pos"].tolist() == [3, 0]
+        # env 0 kept its episode, in the same process
+        assert env.step_at([0], [np.zeros(2, np.float32)])[0].observation["agent_pos"].tolist() == [4, 2]
+        assert env.call("pid") == (pid, pid)
+    finally:
+        env.close()
+
+
+def test_a_dead_shared_worker_fails_all_its_envs_and_its_replacement_starts_them_afresh():
+    env = make_shared_vec(4, 2, env_kwargs={"die_seeds": (5,)})
+    try:
+        env.reset_at([0, 1, 2, 3], seeds=[0, 1, 2, 3])
+        old_pids = env.call("pid")
+        steps, resets = env.step_and_reset_at([1, 2, 3], [np.zeros(2, np.float32)] * 3, [0], [5], [None])
+        assert [getattr(s, "kind", None) for s in [*resets, *steps]] == ["died", "died", None, None]
+        env.restart([0])
+        # env 1 lost its episode with the old process: its next step says so, a reset works
+        [lost] = env.step_at([1], [np.zeros(2, np.float32)], tolerate_failures=True)
+        assert lost.kind == "died" and "replaced" in lost.message
+        assert env.reset_at([1], seeds=[6])[0][0]["agent_pos"].tolist() == [6, 0]
+        assert env.reset_at([0], seeds=[8])[0][0]["agent_pos"].tolist() == [8, 0]
+        new_pids = env.call("pid")
+        assert new_pids[0] == new_pids[1] != old_pids[0] and new_pids[2:] == old_pids[2:]
+    finally:
+        env.close()
+
+
+def test_a_hung_shared_worker_is_killed_after_the_timeout_of_all_its_steps(tmp_path):
+    marker = str(tmp_path / "hung")
+    env = make_shared_vec(2, 2, step_timeout_s=0.5, env_kwargs={"fail_once": ("hang", 1, marker)})
+    try:
+        env.reset_at([0, 1], seeds=[0, 1])
+        started = time.perf_counter()
+        outcomes = env.step_at([0, 1], [np.zeros(2, np.float32)] * 2, tolerate_failures=True)
+        assert [o.kind for o in outcomes] == ["timeout", "timeout"]
+        assert 1.0 <= time.perf_counter() - started < 30  # two steps: twice the limit
+    finally:
+        env.close()

@@ -46,6 +46,18 @@ def auto_envs_in_main_process(n_envs: int, cpu_count: int | None = None) -> int:
     return 1 if 2 <= n_envs <= min(MAX_AUTO_MAIN_PROCESS_BATCH, cores) else 0
 
 
+def auto_envs_per_worker(n_envs_in_workers: int, cpu_count: int | None = None) -> int:
+    """Envs per worker process when `--eval.envs_per_worker` is 0 (local backend).
+
+    Beyond one worker per core, more processes only compete for the cores: each switch
+    between them and each message costs CPU that stepping needs (batch 8 on 2 cores: 8
+    workers did 0.55 of what 2 workers of 4 envs do). So at most one worker per core, each
+    stepping its share of the envs in turn.
+    """
+    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    return max(1, math.ceil(n_envs_in_workers / cores))
+
+
 @dataclass
 class EvalConfig:
     n_episodes: int = 50
@@ -96,9 +108,11 @@ class EvalConfig:
     --eval.gpus_per_worker), at least 1."""
     gpus_per_worker: float = field(default=0.0, metadata=facts(result_neutral=True, only_backend="ray"))
     """GPUs each Ray actor reserves for its policy, fractions allowed (0.5: two per GPU)."""
-    envs_per_worker: int = field(default=1, metadata=facts(result_neutral=True, only_backend="ray"))
-    """Envs each Ray actor steps in turn, in its own process, with one policy call for all of
-    them (a larger batch per GPU call; more workers give more parallel simulation)."""
+    envs_per_worker: int = field(default=0, metadata=facts(result_neutral=True))
+    """Envs each worker process steps in turn; 0 = auto. Local backend: a worker per core at
+    most, each stepping ceil(envs in workers / cores) envs (64 envs on 16 cores: 16 workers of
+    4), where more processes would only compete for the cores. Ray: the envs each actor steps,
+    with one policy call for all of them (a larger batch per GPU call; auto: 1)."""
     recording: bool = False
     """Also record every evaluated rollout as a LeRobot v3 dataset, one per task (what
     lerobot-record-sim writes), under --eval.recording_root."""
@@ -142,8 +156,10 @@ class EvalConfig:
             raise ConfigError(
                 f"--eval.gpus_per_worker={self.gpus_per_worker}: must be 0 or more (fractions allowed)"
             )
-        if self.envs_per_worker < 1:
-            raise ConfigError(f"--eval.envs_per_worker={self.envs_per_worker}: must be a positive integer")
+        if self.envs_per_worker < 0:
+            raise ConfigError(
+                f"--eval.envs_per_worker={self.envs_per_worker}: must be 0 (auto) or a positive integer"
+            )
         if self.backend == "local":
             defaults = {f.name: f.default for f in fields(self)}
             for name in backend_only_fields(EvalConfig, "ray"):
@@ -225,6 +241,15 @@ class EvalConfig:
         if self.envs_in_main_process is None:
             return auto_envs_in_main_process(n_envs)
         return min(self.envs_in_main_process, n_envs)
+
+    @property
+    def resolved_envs_per_worker(self) -> int:
+        """Envs per worker process: as given, else 1 on Ray and `auto_envs_per_worker` here."""
+        if self.envs_per_worker:
+            return self.envs_per_worker
+        if self.backend == "ray":
+            return 1
+        return auto_envs_per_worker(self.resolved_batch_size - self.resolved_envs_in_main_process)
 
 
 SEED_LIMIT = 2**32

@@ -66,9 +66,11 @@ def make_task_env(
     use_async_envs: bool,
     step_timeout_s: float | None = None,
     in_process_slots: int = 0,
+    envs_per_worker: int = 1,
 ) -> LazyVectorEnv:
     """`n_envs` lazy copies of one task; a worker silent for `step_timeout_s` is replaced;
-    with workers, the first `in_process_slots` envs still run in this process.
+    with workers, the first `in_process_slots` envs still run in this process, and each
+    worker steps `envs_per_worker` of the others.
 
     The env carries its `TaskSpec` (and, for code written against LeRobot, the task name,
     description and fps in `metadata`).
@@ -85,6 +87,7 @@ def make_task_env(
         metadata={"render_fps": task.fps, "task": task.name, "task_description": task.description},
         task=task,
         in_process_slots=in_process_slots,
+        envs_per_worker=envs_per_worker,
     )
 
 

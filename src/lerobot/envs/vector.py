@@ -174,38 +174,64 @@ def _step_chunk(env: gym.Env, actions: np.ndarray, want_frames: bool) -> ChunkRe
     return ChunkResult(tuple(steps))
 
 
-def _worker_main(conn, env_fn: EnvFactory, shared: SharedSpec | None = None, spin_s: float = 0.0) -> None:
-    """Serve commands for one sub-env until told to close or the parent goes away.
+def _worker_main(
+    conn, env_fns: Sequence[EnvFactory], shared: Sequence[SharedSpec | None], spin_s: float = 0.0
+) -> None:
+    """Serve the commands for `len(env_fns)` sub-envs until told to close or the parent goes away.
 
-    With `shared`, the big arrays of reset and step observations go through that shared
-    memory block (see lerobot.envs.shared_obs) instead of the pipe. With `spin_s`, the worker
-    watches its pipe for that long after each reply before it sleeps (`_await_command`).
+    Each message is one round's commands, a list of (env index, command, payload), run in
+    order; the reply is the list of their outcomes, ("ok", value) or ("error", traceback), so
+    a worker stepping several envs costs one round trip per round, not one per env. An env is
+    built on its first command. With a `shared` block for an env, the big arrays of its
+    observations go through that shared memory (see lerobot.envs.shared_obs) instead of the
+    pipe. With `spin_s`, the worker watches its pipe that long after each reply before it
+    sleeps (`_await_command`).
     """
     # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    env = None
-    block = SharedBlock.attach(shared) if shared is not None else None
+    envs: list[gym.Env | None] = [None] * len(env_fns)
+    blocks = [SharedBlock.attach(spec) if spec is not None else None for spec in shared]
     try:
-        env = env_fn()
         while True:
             try:
                 _await_command(conn, spin_s)
-                command, payload = conn.recv()
+                commands = conn.recv()
             except EOFError:
                 return
-            if command == "close":
-                conn.send(("ok", None))
+            if commands == "close":
+                conn.send("closed")
                 return
-            try:
-                reply = _run_command(env, command, payload)
-                if block is not None:
-                    reply = map_observation(reply, command, block.put)
-                conn.send(("ok", reply))
-            except Exception as exc:  # sent to the parent, which raises it with the env index
-                conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+            conn.send([_serve(envs, env_fns, blocks, *command) for command in commands])
     finally:
-        if env is not None:
-            env.close()
+        for env in envs:
+            if env is not None:
+                with contextlib.suppress(Exception):
+                    env.close()
+
+
+def _serve(
+    envs: list[gym.Env | None],
+    env_fns: Sequence[EnvFactory],
+    blocks: Sequence[SharedBlock | None],
+    index: int,
+    command: str,
+    payload: Any,
+) -> tuple[str, Any]:
+    """One command for env `index` of a worker: ("ok", reply) or ("error", traceback).
+    `rebuild` closes the env; the next command builds a fresh one."""
+    try:
+        if command == "rebuild":
+            env, envs[index] = envs[index], None
+            if env is not None:
+                env.close()
+            return ("ok", None)
+        if envs[index] is None:
+            envs[index] = env_fns[index]()
+        reply = _run_command(envs[index], command, payload)
+        block = blocks[index]
+        return ("ok", map_observation(reply, command, block.put) if block is not None else reply)
+    except Exception as exc:  # sent to the parent, which reports it with the env index
+        return ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
 
 def _await_command(conn, spin_s: float) -> None:
@@ -251,60 +277,100 @@ class _InProcessSlot:
             self._env = None
 
 
-class _WorkerSlot:
-    """A sub-env living in its own worker process, spoken to over a pipe."""
+class _WorkerProcess:
+    """A worker process stepping one or more sub-envs in turn, spoken to over a pipe.
+
+    Commands for its envs are queued, then sent together (`flush`): one message and one
+    reply per round, whatever the number of envs.
+    """
 
     def __init__(
         self,
-        env_fn: EnvFactory,
+        env_fns: Sequence[EnvFactory],
         context: mp.context.BaseContext,
         observation_space: gym.Space | None = None,
         spin_s: float = 0.0,
     ):
-        self.shared = _shared_block_for(observation_space)
+        self.n_envs = len(env_fns)
+        self.shared = [_shared_block_for(observation_space) for _ in env_fns]
         self._conn, child_conn = context.Pipe()
-        spec = self.shared.spec if self.shared is not None else None
+        specs = [block.spec if block is not None else None for block in self.shared]
         self.process = context.Process(
-            target=_worker_main, args=(child_conn, env_fn, spec, spin_s), daemon=True
+            target=_worker_main, args=(child_conn, list(env_fns), specs, spin_s), daemon=True
         )
         self.process.start()
         child_conn.close()
-        self._command: str | None = None
-        self._n_steps = 1
+        self._queued: list[tuple[int, str, Any]] = []
+        self._in_flight: list[tuple[int, str, int]] = []
+        """(env index, command, steps it counts for the timeout) of the message sent last."""
+        self._replies: dict[int, tuple[str, Any]] = {}
         self._answered = False
+        self.lost: set[int] = set()
+        """Envs whose episode went with the process this one replaced (`LazyVectorEnv.restart`):
+        their next command other than a reset fails."""
 
-    def send(self, command: str, payload: Any = None) -> None:
-        self._command = command
-        self._n_steps = len(payload[0]) if command == "steps" else 1
-        # A dead worker is reported by recv(), with its exit code.
+    def queue(self, index: int, command: str, payload: Any) -> None:
+        self._queued.append((index, command, payload))
+
+    def answer_now(self, index: int, status: str, message: str) -> None:
+        """Make env `index`'s next reply a failure without asking the worker."""
+        self.lost.discard(index)
+        self._replies[index] = (status, message)
+
+    def flush(self) -> None:
+        """Send the queued commands in one message."""
+        if not self._queued:
+            return
+        self._in_flight = [
+            (index, command, len(payload[0]) if command == "steps" else 1)
+            for index, command, payload in self._queued
+        ]
+        message, self._queued = self._queued, []
+        # A dead worker is reported by reply(), with its exit code.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-            self._conn.send((command, payload))
+            self._conn.send(message)
 
-    def recv(self, timeout: float | None = None) -> tuple[str, Any]:
-        """The worker's reply; a hung worker is killed after `timeout` seconds (its first reply,
-        which includes building the simulator, gets at least STARTUP_TIMEOUT_S). A chunk of
-        n steps gets n times `timeout`: the limit is for one hung step."""
+    def reply(self, index: int, timeout: float | None) -> tuple[str, Any]:
+        """Env `index`'s reply to the last message (received with the others' on first ask)."""
+        if index not in self._replies:
+            self._receive(timeout)
+        return self._replies.pop(index)
+
+    def _receive(self, timeout: float | None) -> None:
+        """The worker's replies; a hung worker is killed after `timeout` seconds per step of the
+        message (its first reply, which includes building the simulators, gets at least
+        STARTUP_TIMEOUT_S): the limit is for one hung step."""
+        sent, self._in_flight = self._in_flight, []
+        if not sent:  # a caller bug, not the worker's: never block on a reply nobody asked for
+            raise RuntimeError("no command in flight for this worker")
         if timeout is not None:
-            timeout *= self._n_steps
-        if timeout is not None and not self._answered:
-            timeout = max(timeout, STARTUP_TIMEOUT_S)
+            timeout *= max(1, sum(steps for _, _, steps in sent))
+            if not self._answered:
+                timeout = max(timeout, STARTUP_TIMEOUT_S)
         try:
             if timeout is not None and not self._conn.poll(timeout):
                 self.process.kill()
                 self.process.join(timeout=5.0)
-                return ("timeout", f"no answer within {timeout:g}s; worker killed")
-            status, value = self._conn.recv()
+                failure = ("timeout", f"no answer within {timeout:g}s; worker killed")
+                self._replies.update((index, failure) for index, _, _ in sent)
+                return
+            outcomes = self._conn.recv()
             self._answered = True
         except (EOFError, ConnectionResetError, OSError):
             self.process.join(timeout=1.0)
-            return ("died", f"worker process exited with code {self.process.exitcode}")
-        if status == "ok" and self.shared is not None:
-            value = map_observation(value, self._command, self.shared.take)
-        return status, value
+            failure = ("died", f"worker process exited with code {self.process.exitcode}")
+            self._replies.update((index, failure) for index, _, _ in sent)
+            return
+        for (index, command, _), (status, value) in zip(sent, outcomes, strict=True):
+            block = self.shared[index]
+            if status == "ok" and block is not None:
+                value = map_observation(value, command, block.take)
+            self._replies[index] = (status, value)
 
     def close(self) -> None:
         if self.process.is_alive():
-            self.send("close")
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+                self._conn.send("close")
             if self._conn.poll(5.0):
                 with contextlib.suppress(EOFError, OSError):
                     self._conn.recv()
@@ -313,9 +379,40 @@ class _WorkerSlot:
             self.process.kill()
             self.process.join(timeout=5.0)
         self._conn.close()
-        if self.shared is not None:  # after the worker is gone: nothing writes to it any more
-            self.shared.close()
-            self.shared = None
+        for block in self.shared:  # after the worker is gone: nothing writes to them any more
+            if block is not None:
+                block.close()
+        self.shared = []
+
+
+class _WorkerSlot:
+    """One sub-env of a worker process, as the vector env addresses it."""
+
+    def __init__(self, worker: _WorkerProcess, index: int):
+        self.worker, self.index = worker, index
+
+    @property
+    def process(self) -> mp.process.BaseProcess:
+        return self.worker.process
+
+    @property
+    def shared(self) -> SharedBlock | None:
+        """The shared memory block of this env's observations (None: they use the pipe)."""
+        return self.worker.shared[self.index] if self.worker.shared else None
+
+    def send(self, command: str, payload: Any = None) -> None:
+        """Queue the command; the vector env flushes each worker once all are queued."""
+        if self.index in self.worker.lost and command != "reset":
+            # Its env went with a replaced process: only a new episode can start on it.
+            self.worker.answer_now(
+                self.index, "died", "its worker process was replaced after another env failed"
+            )
+            return
+        self.worker.lost.discard(self.index)
+        self.worker.queue(self.index, command, payload)
+
+    def recv(self, timeout: float | None = None) -> tuple[str, Any]:
+        return self.worker.reply(self.index, timeout)
 
 
 def _shared_block_for(observation_space: gym.Space | None) -> SharedBlock | None:
@@ -375,8 +472,11 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     others. Each command is sent to the workers first, then run here while they work: the
     caller steps k envs in the time it would otherwise only wait. Those k have no crash
     isolation (a hang cannot be timed out, a segfault ends the process), as with one env.
-    `worker_spin_s`: how long each worker watches its pipe for the next command before it
-    sleeps (see `_await_command`); None: `auto_worker_spin_s`.
+    `envs_per_worker=m` gives each worker process m sub-envs, stepped one after the other and
+    addressed in one message per round: fewer processes where steps are cheap (state
+    observations) or envs outnumber cores. `worker_spin_s`: how long each worker watches its
+    pipe for the next command before it sleeps (see `_await_command`); None:
+    `auto_worker_spin_s`.
     """
 
     def __init__(
@@ -392,21 +492,22 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         task: TaskSpec | None = None,
         in_process_slots: int = 0,
         worker_spin_s: float | None = None,
+        envs_per_worker: int = 1,
     ):
         if not env_fns:
             raise ValueError("LazyVectorEnv needs at least one env factory")
         if not 0 <= in_process_slots <= len(env_fns):
             raise ValueError(f"in_process_slots={in_process_slots}: must be in 0..{len(env_fns)}")
+        if envs_per_worker < 1:
+            raise ValueError(f"envs_per_worker={envs_per_worker}: must be at least 1")
         self.env_fns = list(env_fns)
         self.num_envs = len(self.env_fns)
         self.use_async = use_async and self.num_envs > max(1, in_process_slots)
         self.in_process_slots = in_process_slots if self.use_async else self.num_envs
         """How many slots (the first ones) live in this process."""
-        self.worker_spin_s = (
-            worker_spin_s
-            if worker_spin_s is not None
-            else auto_worker_spin_s(self.num_envs - self.in_process_slots)
-        )
+        self.envs_per_worker = envs_per_worker
+        n_workers = -(-(self.num_envs - self.in_process_slots) // envs_per_worker)
+        self.worker_spin_s = worker_spin_s if worker_spin_s is not None else auto_worker_spin_s(n_workers)
         self.context = context
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
@@ -443,25 +544,61 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _ensure_started(self) -> list[_InProcessSlot | _WorkerSlot]:
         if self._slots is None:
-            self._slots = [self._start_slot(env_id) for env_id in range(self.num_envs)]
+            slots: list[_InProcessSlot | _WorkerSlot] = [
+                _InProcessSlot(self.env_fns[env_id]) for env_id in range(self.in_process_slots)
+            ]
+            for first in range(self.in_process_slots, self.num_envs, self.envs_per_worker):
+                env_ids = range(first, min(first + self.envs_per_worker, self.num_envs))
+                worker = self._start_worker(env_ids)
+                slots += [_WorkerSlot(worker, index) for index in range(len(env_ids))]
+            self._slots = slots
         return self._slots
 
-    def _start_slot(self, env_id: int) -> _InProcessSlot | _WorkerSlot:
-        if env_id < self.in_process_slots:
-            return _InProcessSlot(self.env_fns[env_id])
+    def _start_worker(self, env_ids: Sequence[int]) -> _WorkerProcess:
         default_mujoco_gl()
         context = mp.get_context(self.context)
         if self.context == "forkserver":
             start_fork_server(self.preload_modules)
-        return _WorkerSlot(self.env_fns[env_id], context, self.single_observation_space, self.worker_spin_s)
+        env_fns = [self.env_fns[env_id] for env_id in env_ids]
+        return _WorkerProcess(env_fns, context, self.single_observation_space, self.worker_spin_s)
 
     def restart(self, env_ids: Sequence[int]) -> None:
-        """Replace the given sub-envs by fresh ones (new workers), e.g. after a crash or hang."""
+        """Give the given sub-envs fresh envs, e.g. after a crash or hang.
+
+        An env alone in its worker gets a new worker process. One sharing a live worker is
+        rebuilt inside it, leaving the others as they are; when the shared worker itself is
+        gone, a new one serves all its envs, and the others' next command (unless a reset)
+        fails, since their episodes went with the old process.
+        """
         slots = self._ensure_started()
         for env_id in env_ids:
-            with contextlib.suppress(Exception):
-                slots[env_id].close()
-            slots[env_id] = self._start_slot(env_id)
+            slot = slots[env_id]
+            if isinstance(slot, _InProcessSlot):
+                with contextlib.suppress(Exception):
+                    slot.close()
+                slots[env_id] = _InProcessSlot(self.env_fns[env_id])
+            elif not self._rebuild_in_place(slot):
+                self._replace_worker(slot.worker, env_id)
+
+    def _rebuild_in_place(self, slot: _WorkerSlot) -> bool:
+        worker = slot.worker
+        if worker.n_envs == 1 or not worker.process.is_alive():
+            return False
+        worker.lost.discard(slot.index)
+        worker.queue(slot.index, "rebuild", None)
+        worker.flush()
+        status, _ = worker.reply(slot.index, self.step_timeout_s)
+        return status == "ok"
+
+    def _replace_worker(self, old: _WorkerProcess, failed_env_id: int) -> None:
+        slots = self._ensure_started()
+        env_ids = [i for i, slot in enumerate(slots) if isinstance(slot, _WorkerSlot) and slot.worker is old]
+        with contextlib.suppress(Exception):
+            old.close()
+        worker = self._start_worker(env_ids)
+        for index, env_id in enumerate(env_ids):
+            slots[env_id] = _WorkerSlot(worker, index)
+        worker.lost = {index for index, env_id in enumerate(env_ids) if env_id != failed_env_id}
 
     def _exchange(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
         """Send one command to several sub-envs, then gather replies (or SlotFailures) in order."""
@@ -474,12 +611,21 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         )
 
     def _send_commands(self, commands: Sequence[tuple[int, str, Any]]) -> None:
-        """Send each (env_id, command, payload): to the worker slots first, so that they work
-        while the in-process slots run theirs (an in-process slot runs its command on send)."""
+        """Send each (env_id, command, payload): to the workers first, one message per worker,
+        so that they work while the in-process slots run theirs (an in-process slot runs its
+        command on send)."""
         slots = self._ensure_started()
-        in_process = [c for c in commands if c[0] < self.in_process_slots]
-        for env_id, command, payload in [c for c in commands if c[0] >= self.in_process_slots] + in_process:
-            slots[env_id].send(command, payload)
+        workers: dict[int, _WorkerProcess] = {}
+        for env_id, command, payload in commands:
+            slot = slots[env_id]
+            if isinstance(slot, _WorkerSlot):
+                slot.send(command, payload)
+                workers[id(slot.worker)] = slot.worker
+        for worker in workers.values():
+            worker.flush()
+        for env_id, command, payload in commands:
+            if isinstance(slots[env_id], _InProcessSlot):
+                slots[env_id].send(command, payload)
 
     def _gather(self, env_ids: Sequence[int]) -> list[Any]:
         slots = self._ensure_started()
@@ -597,9 +743,10 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         """Stop every worker (or close every in-process env); the env can be started again."""
         if self._slots is None:
             return
-        for slot in self._slots:
+        owners = {id(s.worker if isinstance(s, _WorkerSlot) else s): s for s in self._slots}
+        for slot in owners.values():
             try:
-                slot.close()
+                (slot.worker if isinstance(slot, _WorkerSlot) else slot).close()
             except Exception:  # closing must go on for the other slots
                 logger.exception("failed to close a sub-env")
         self._slots = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 from pathlib import Path
 
 from lerobot.configs.env import EnvConfig
@@ -96,9 +97,10 @@ def where_envs_run(eval_cfg: EvalConfig) -> str:
     n_envs, in_process = eval_cfg.resolved_batch_size, eval_cfg.resolved_envs_in_main_process
     if in_process >= n_envs:
         return "in-process"
-    if in_process == 0:
-        return "async workers"
-    return f"{n_envs - in_process} async workers, {in_process} in the main process"
+    per_worker = eval_cfg.resolved_envs_per_worker
+    n_workers = math.ceil((n_envs - in_process) / per_worker)
+    workers = f"{n_workers} async workers" + (f" of {per_worker} envs" if per_worker > 1 else "")
+    return workers + (f", {in_process} in the main process" if in_process else "")
 
 
 def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
@@ -127,11 +129,13 @@ def make_local_backend(
 ) -> LocalBackend:
     """`policy` on fresh envs of `env_cfg`'s tasks, as many per task and as `--eval.*` says."""
     n_envs, use_async = eval_cfg.resolved_batch_size, eval_cfg.resolved_use_async
-    in_process = eval_cfg.resolved_envs_in_main_process
+    in_process, per_worker = eval_cfg.resolved_envs_in_main_process, eval_cfg.resolved_envs_per_worker
     return LocalBackend(
         policy,
         settings,
-        lambda task: make_task_env(env_cfg, task, n_envs, use_async, eval_cfg.step_timeout_s, in_process),
+        lambda task: make_task_env(
+            env_cfg, task, n_envs, use_async, eval_cfg.step_timeout_s, in_process, per_worker
+        ),
         max_parallel_tasks=env_cfg.max_parallel_tasks,
         recorders=recorders,
     )

@@ -91,7 +91,7 @@ class RayBackend(EvalBackend):
         self.cfg, self.settings = cfg, settings
 
     def run(self, plan: RunPlan, events: RunEvents) -> None:
-        units = plan.units(unit_size=self.cfg.eval.envs_per_worker * UNIT_WAVES)
+        units = plan.units(unit_size=self.cfg.eval.resolved_envs_per_worker * UNIT_WAVES)
         if not units:
             return
 
@@ -134,9 +134,9 @@ def _run_units(
             size,
             CPUS_PER_WORKER,
             cfg.eval.gpus_per_worker,
-            cfg.eval.envs_per_worker,
+            cfg.eval.resolved_envs_per_worker,
             len(units),
-            cfg.eval.envs_per_worker * UNIT_WAVES,
+            cfg.eval.resolved_envs_per_worker * UNIT_WAVES,
         )
         videos_dir = settings.videos_dir.absolute() if settings.videos_dir is not None else None
         pool = WorkerPool(cfg, dataclasses.replace(settings, videos_dir=videos_dir), size)
@@ -218,7 +218,7 @@ class EpisodeWorker:
 
     def run_unit(self, unit: WorkUnit) -> UnitResult:
         started = time.perf_counter()
-        n_envs = min(self.cfg.eval.envs_per_worker, len(unit.episodes))
+        n_envs = min(self.cfg.eval.resolved_envs_per_worker, len(unit.episodes))
         env = make_task_env(self.cfg.env, unit.task, n_envs, False, self.cfg.eval.step_timeout_s)
         self.policy.reset()  # the previous unit's env may have had another number of rows
         try:
