@@ -39,7 +39,7 @@ nproc
 "$python" -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda, torch.cuda.get_device_name())"
 
 # GPU_CHECK_STEPS="render smolvla" runs only those steps (a rerun); default: all of them.
-only="${GPU_CHECK_STEPS:-render ceiling act smolvla pi random compile}"
+only="${GPU_CHECK_STEPS:-render ceiling layout act smolvla pi random compile}"
 step() { # step ID NAME SECONDS COMMAND...
     local id="$1" name="$2" limit="$3"
     shift 3
@@ -74,6 +74,10 @@ step ceiling "issue 29: ACT (chunks in workers) and random-state against the mac
     "$python" benchmarks/harness_ceiling.py --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 8,32,64 --cases act-pixels,act-pixels-per-step,random-state \
     --json "$out/ceiling.json"
+step layout "issue 29: the same random-state runs with one process per env (before envs_per_worker)" 120 \
+    "$python" benchmarks/harness_ceiling.py --device cuda --episodes 64 --episode-length 200 \
+    --batches 32,64 --cases random-state --eval-flag=--eval.envs_per_worker=1 \
+    --eval-flag=--eval.envs_in_main_process=0 --json "$out/layout_one_per_process.json"
 step act "ACT on CUDA + bf16 autocast in lerobot-eval" 150 "$python" benchmarks/throughput.py --act \
     --device cuda --use-amp --episodes 8 --episode-length 200 --act-cases raw,raw-blind,ours-b1,ours-b8 \
     --json "$out/act_cuda.json"
