@@ -51,7 +51,7 @@ def test_a_worker_per_core_at_most_by_default(n_envs, cores, expected):
 
 
 def test_envs_per_worker_as_given_else_one_on_ray_and_per_core_here(monkeypatch):
-    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("lerobot.configs.eval.usable_cores", lambda: 2)
     assert EvalConfig(n_episodes=20, batch_size=8, envs_per_worker=3).resolved_envs_per_worker == 3
     assert EvalConfig(n_episodes=20, batch_size=8).resolved_envs_per_worker == 4
     assert (

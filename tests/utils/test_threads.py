@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from lerobot.utils.threads import WAIT_POLICY, prefer_passive_omp_waits
+from lerobot.utils.threads import WAIT_POLICY, prefer_passive_omp_waits, usable_cores
 
 REPORT = "import os, sys; print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules)"
 
@@ -43,3 +43,20 @@ def test_after_torch_loaded_nothing_changes(monkeypatch):
     assert WAIT_POLICY not in os.environ
     monkeypatch.setenv(WAIT_POLICY, "passive")
     assert prefer_passive_omp_waits() is True
+
+
+def test_usable_cores_are_the_affinity_capped_by_a_cgroup_quota(tmp_path):
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max = tmp_path / "cpu.max"
+    assert usable_cores(tmp_path / "absent") == affinity
+    cpu_max.write_text("max 100000\n")
+    assert usable_cores(cpu_max) == affinity
+    cpu_max.write_text("50000 100000\n")  # half a core: still one
+    assert usable_cores(cpu_max) == 1
+    cpu_max.write_text(f"{100000 * (affinity + 8)} 100000\n")  # a quota above the affinity
+    assert usable_cores(cpu_max) == affinity
+
+
+def test_usable_cores_follow_a_narrower_affinity():
+    code = "import os; os.sched_setaffinity(0, {0}); from lerobot.utils.threads import usable_cores; print(usable_cores())"
+    assert run_python(code) == "1"

@@ -15,6 +15,7 @@ from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import backend_only_fields, facts
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.threads import usable_cores
 
 MAX_AUTO_BATCH_SIZE = 64
 MAX_AUTO_MAIN_PROCESS_BATCH = 4
@@ -42,7 +43,7 @@ def auto_envs_in_main_process(n_envs: int, cpu_count: int | None = None) -> int:
     on 2 cores: 0.6 -> 0.8 of what two raw processes simulate). The gain shrinks as the batch
     grows, while giving up one env's crash isolation costs the same, hence small batches only.
     """
-    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    cores = cpu_count if cpu_count is not None else usable_cores()
     return 1 if 2 <= n_envs <= min(MAX_AUTO_MAIN_PROCESS_BATCH, cores) else 0
 
 
@@ -54,7 +55,7 @@ def auto_envs_per_worker(n_envs_in_workers: int, cpu_count: int | None = None) -
     workers did 0.55 of what 2 workers of 4 envs do). So at most one worker per core, each
     stepping its share of the envs in turn.
     """
-    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    cores = cpu_count if cpu_count is not None else usable_cores()
     return max(1, math.ceil(n_envs_in_workers / cores))
 
 

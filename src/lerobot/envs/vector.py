@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import logging
 import multiprocessing as mp
-import os
 import signal
 import time
 import traceback
@@ -30,6 +29,7 @@ from gymnasium.vector.utils import batch_space
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
 from lerobot.utils.gl import default_mujoco_gl
+from lerobot.utils.threads import usable_cores
 
 logger = logging.getLogger(__name__)
 
@@ -439,7 +439,7 @@ step of the main process (batching, a small policy, the other replies) fits in i
 def auto_worker_spin_s(n_workers: int, cpu_count: int | None = None) -> float:
     """WORKER_SPIN_S when every worker and the main process have a core of their own, else 0:
     a watching worker would take the core another one needs."""
-    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    cores = cpu_count if cpu_count is not None else usable_cores()
     return WORKER_SPIN_S if n_workers > 0 and n_workers + 1 <= cores else 0.0
 
 

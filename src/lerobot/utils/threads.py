@@ -14,8 +14,10 @@ before they import torch.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
+from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
@@ -30,3 +32,24 @@ def prefer_passive_omp_waits() -> bool:
         return os.environ.get(WAIT_POLICY, "").upper() == "PASSIVE"
     os.environ.setdefault(WAIT_POLICY, "PASSIVE")
     return os.environ[WAIT_POLICY].upper() == "PASSIVE"
+
+
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+
+def usable_cores(cgroup_cpu_max: Path = CGROUP_CPU_MAX) -> int:
+    """The cores this process may run on: its CPU affinity (taskset, a cluster's cpuset),
+    capped by a cgroup v2 CPU quota (`docker run --cpus=2` on a big host), at least 1.
+
+    `os.cpu_count()` counts the host's cores whatever the container is allowed: choices that
+    only pay when each process has a core of its own (a worker watching its pipe instead of
+    sleeping) would burn the quota there.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = cgroup_cpu_max.read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 limit to read: the affinity stands
+    return max(1, cores)
