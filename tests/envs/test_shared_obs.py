@@ -90,7 +90,7 @@ def test_a_block_that_does_not_fit_falls_back_to_the_pipe(monkeypatch):
     import errno
 
     from lerobot.envs import shared_obs
-    from lerobot.envs.vector import _shared_block_for
+    from lerobot.envs.workers import _shared_block_for
 
     def no_space(fd, offset, length):
         raise OSError(errno.ENOSPC, "No space left on device")

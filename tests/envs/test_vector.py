@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, _await_command, auto_worker_spin_s
+from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv
+from lerobot.envs.workers import _await_command, auto_worker_spin_s
 from tests.fakes import FakeEnv, fake_spaces
 
 

@@ -15,8 +15,9 @@ import torch
 from gymnasium import spaces
 
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.envs.commands import ChunkResult
 from lerobot.envs.factory import make_task_env
-from lerobot.envs.vector import ChunkResult, LazyVectorEnv
+from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
 from lerobot.policies.pretrained import PreTrainedPolicy

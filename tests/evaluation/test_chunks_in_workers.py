@@ -20,7 +20,8 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.envs.vector import ChunkResult, LazyVectorEnv
+from lerobot.envs.commands import ChunkResult
+from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
 from lerobot.policies.pretrained import PreTrainedPolicy

@@ -19,8 +19,9 @@ import gymnasium as gym
 import numpy as np
 
 from lerobot.configs.env import TaskSpec
+from lerobot.envs.commands import StepResult
 from lerobot.envs.utils import sub_env_attribute
-from lerobot.envs.vector import LazyVectorEnv, SlotFailure, StepResult
+from lerobot.envs.vector import LazyVectorEnv, SlotFailure
 
 DEFAULT_FPS = 30
 """Video frame rate of an env that states none."""

@@ -11,15 +11,11 @@ want it and adds `reset_at` / `step_at` / `render_at` for the rollout loop.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import multiprocessing as mp
-import signal
-import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from multiprocessing import forkserver
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -27,50 +23,21 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from lerobot.configs.env import TaskSpec
-from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
+from lerobot.envs.commands import StepResult, run_command
+from lerobot.envs.workers import (
+    EnvFactory,
+    WorkerProcess,
+    WorkerSlot,
+    auto_worker_spin_s,
+    start_fork_server,
+)
 from lerobot.utils.gl import default_mujoco_gl
-from lerobot.utils.threads import usable_cores
 
 logger = logging.getLogger(__name__)
-
-EnvFactory = Callable[[], gym.Env]
-STARTUP_TIMEOUT_S = 600.0
-"""How long a fresh worker may take to answer its first command, which builds the simulator
-(seconds for Meta-World, tens of seconds for LIBERO on a loaded machine): start-up is not a
-hung step, so `step_timeout_s` applies from the second command on."""
 
 
 class EnvWorkerError(RuntimeError):
     """A sub-env raised, or its worker process died; the message names the env index."""
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What one sub-env returned for one step (and its frame when one was asked for)."""
-
-    observation: Any
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict
-    frame: np.ndarray | None = None
-    images: bool = True
-    """False: the observation's camera images were not rendered and are black, because the
-    caller said nobody would look at them (`step_at`'s `blind_ids`)."""
-
-
-@dataclass(frozen=True)
-class ChunkResult:
-    """What one sub-env returned for a chunk of actions stepped in its worker (`step_and_reset_at`
-    given a 2-d action): one StepResult per step taken, in order. The chunk stops early at
-    termination or truncation. Only the last step carries its observation (None before it): the
-    policy reads none of the others, and they are never sent back."""
-
-    steps: tuple[StepResult, ...]
-
-    @property
-    def last(self) -> StepResult:
-        return self.steps[-1]
 
 
 @dataclass(frozen=True)
@@ -128,128 +95,6 @@ class SlotEnv(Protocol):
         """Close every slot's env."""
 
 
-def _run_command(env: gym.Env, command: str, payload: Any) -> Any:
-    """Execute one command on a sub-env; shared by the in-process and worker backends.
-
-    An env may offer `step_without_images(action)`: `step` with the observation's camera
-    images left black instead of rendered. A step asked to be blind uses it when it exists.
-    """
-    if command == "reset":
-        seed, options = payload
-        return env.reset(seed=seed, options=options)
-    if command == "step":
-        return _step_env(env, *payload)
-    if command == "steps":
-        return _step_chunk(env, *payload)
-    if command == "render":
-        return env.render()
-    if command == "call":
-        name, args, kwargs = payload
-        attr = getattr(env, name)
-        return attr(*args, **kwargs) if callable(attr) else attr
-    raise ValueError(f"unknown env command {command!r}")
-
-
-def _step_env(env: gym.Env, action: np.ndarray, want_frame: bool, want_images: bool) -> StepResult:
-    blind = not (want_images or want_frame) and hasattr(env, "step_without_images")
-    step = env.step_without_images if blind else env.step
-    obs, reward, terminated, truncated, info = step(action)
-    frame = env.render() if want_frame else None
-    return StepResult(obs, float(reward), bool(terminated), bool(truncated), info, frame, not blind)
-
-
-def _step_chunk(env: gym.Env, actions: np.ndarray, want_frames: bool) -> ChunkResult:
-    """Step `actions` in order until the episode ends. Only the last step renders the
-    observation's images (the policy reads the observation after its chunk, none inside it);
-    every step renders a frame when a video wants them. Observations before the last are
-    dropped here rather than sent back."""
-    steps = []
-    for k, action in enumerate(actions):
-        last = k == len(actions) - 1
-        step = _step_env(env, action, want_frames, want_images=last)
-        if step.terminated or step.truncated or last:
-            steps.append(step)
-            break
-        steps.append(dataclasses.replace(step, observation=None))
-    return ChunkResult(tuple(steps))
-
-
-def _worker_main(
-    conn, env_fns: Sequence[EnvFactory], shared: Sequence[SharedSpec | None], spin_s: float = 0.0
-) -> None:
-    """Serve the commands for `len(env_fns)` sub-envs until told to close or the parent goes away.
-
-    Each message is one round's commands, a list of (env index, command, payload), run in
-    order; the reply is the list of their outcomes, ("ok", value) or ("error", traceback), so
-    a worker stepping several envs costs one round trip per round, not one per env. An env is
-    built on its first command. With a `shared` block for an env, the big arrays of its
-    observations go through that shared memory (see lerobot.envs.shared_obs) instead of the
-    pipe. With `spin_s`, the worker watches its pipe that long after each reply before it
-    sleeps (`_await_command`).
-    """
-    # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    envs: list[gym.Env | None] = [None] * len(env_fns)
-    blocks = [SharedBlock.attach(spec) if spec is not None else None for spec in shared]
-    try:
-        while True:
-            try:
-                _await_command(conn, spin_s)
-                commands = conn.recv()
-            except EOFError:
-                return
-            if commands == "close":
-                conn.send("closed")
-                return
-            conn.send([_serve(envs, env_fns, blocks, *command) for command in commands])
-    finally:
-        for env in envs:
-            if env is not None:
-                with contextlib.suppress(Exception):
-                    env.close()
-
-
-def _serve(
-    envs: list[gym.Env | None],
-    env_fns: Sequence[EnvFactory],
-    blocks: Sequence[SharedBlock | None],
-    index: int,
-    command: str,
-    payload: Any,
-) -> tuple[str, Any]:
-    """One command for env `index` of a worker: ("ok", reply) or ("error", traceback).
-    `rebuild` closes the env; the next command builds a fresh one."""
-    try:
-        if command == "rebuild":
-            env, envs[index] = envs[index], None
-            if env is not None:
-                env.close()
-            return ("ok", None)
-        if envs[index] is None:
-            envs[index] = env_fns[index]()
-        reply = _run_command(envs[index], command, payload)
-        block = blocks[index]
-        return ("ok", map_observation(reply, command, block.put) if block is not None else reply)
-    except Exception as exc:  # sent to the parent, which reports it with the env index
-        return ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-
-
-def _await_command(conn, spin_s: float) -> None:
-    """Return once a command is waiting, or after `spin_s` (the caller's recv then sleeps).
-
-    A worker asleep on its pipe is woken by the kernel when the next command arrives, which
-    on a VM took 70-80 us here, on every step, in the critical path: at half-millisecond
-    steps, a sixth of a lockstep round. Watching the pipe for a moment instead answers at
-    once, at the price of a busy core during the wait; worth it only when every worker and
-    the main process have a core of their own (`LazyVectorEnv`'s `worker_spin_s`).
-    """
-    if spin_s <= 0:
-        return
-    deadline = time.perf_counter() + spin_s
-    while not conn.poll() and time.perf_counter() < deadline:
-        pass
-
-
 class _InProcessSlot:
     """A sub-env living in this process; created on its first command (or handed over built)."""
 
@@ -262,7 +107,7 @@ class _InProcessSlot:
         try:  # building the env is part of the first command: its failure is the reply, as a worker's
             if self._env is None:
                 self._env = self._env_fn()
-            self._reply = ("ok", _run_command(self._env, command, payload))
+            self._reply = ("ok", run_command(self._env, command, payload))
         except Exception as exc:
             self._reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
@@ -275,189 +120,6 @@ class _InProcessSlot:
         if self._env is not None:
             self._env.close()
             self._env = None
-
-
-class _WorkerProcess:
-    """A worker process stepping one or more sub-envs in turn, spoken to over a pipe.
-
-    Commands for its envs are queued, then sent together (`flush`): one message and one
-    reply per round, whatever the number of envs.
-    """
-
-    def __init__(
-        self,
-        env_fns: Sequence[EnvFactory],
-        context: mp.context.BaseContext,
-        observation_space: gym.Space | None = None,
-        spin_s: float = 0.0,
-    ):
-        self.n_envs = len(env_fns)
-        self.shared = [_shared_block_for(observation_space) for _ in env_fns]
-        self._conn, child_conn = context.Pipe()
-        specs = [block.spec if block is not None else None for block in self.shared]
-        self.process = context.Process(
-            target=_worker_main, args=(child_conn, list(env_fns), specs, spin_s), daemon=True
-        )
-        self.process.start()
-        child_conn.close()
-        self._queued: list[tuple[int, str, Any]] = []
-        self._in_flight: list[tuple[int, str, int]] = []
-        """(env index, command, steps it counts for the timeout) of the message sent last."""
-        self._replies: dict[int, tuple[str, Any]] = {}
-        self._answered = False
-        self.lost: set[int] = set()
-        """Envs whose episode went with the process this one replaced (`LazyVectorEnv.restart`):
-        their next command other than a reset fails."""
-
-    def queue(self, index: int, command: str, payload: Any) -> None:
-        self._queued.append((index, command, payload))
-
-    def answer_now(self, index: int, status: str, message: str) -> None:
-        """Make env `index`'s next reply a failure without asking the worker."""
-        self.lost.discard(index)
-        self._replies[index] = (status, message)
-
-    def flush(self) -> None:
-        """Send the queued commands in one message."""
-        if not self._queued:
-            return
-        self._in_flight = [
-            (index, command, len(payload[0]) if command == "steps" else 1)
-            for index, command, payload in self._queued
-        ]
-        message, self._queued = self._queued, []
-        # A dead worker is reported by reply(), with its exit code.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-            self._conn.send(message)
-
-    def reply(self, index: int, timeout: float | None) -> tuple[str, Any]:
-        """Env `index`'s reply to the last message (received with the others' on first ask)."""
-        if index not in self._replies:
-            self._receive(timeout)
-        return self._replies.pop(index)
-
-    def _receive(self, timeout: float | None) -> None:
-        """The worker's replies; a hung worker is killed after `timeout` seconds per step of the
-        message (its first reply, which includes building the simulators, gets at least
-        STARTUP_TIMEOUT_S): the limit is for one hung step."""
-        sent, self._in_flight = self._in_flight, []
-        if not sent:  # a caller bug, not the worker's: never block on a reply nobody asked for
-            raise RuntimeError("no command in flight for this worker")
-        if timeout is not None:
-            timeout *= max(1, sum(steps for _, _, steps in sent))
-            if not self._answered:
-                timeout = max(timeout, STARTUP_TIMEOUT_S)
-        try:
-            if timeout is not None and not self._conn.poll(timeout):
-                self.process.kill()
-                self.process.join(timeout=5.0)
-                failure = ("timeout", f"no answer within {timeout:g}s; worker killed")
-                self._replies.update((index, failure) for index, _, _ in sent)
-                return
-            outcomes = self._conn.recv()
-            self._answered = True
-        except (EOFError, ConnectionResetError, OSError):
-            self.process.join(timeout=1.0)
-            failure = ("died", f"worker process exited with code {self.process.exitcode}")
-            self._replies.update((index, failure) for index, _, _ in sent)
-            return
-        for (index, command, _), (status, value) in zip(sent, outcomes, strict=True):
-            block = self.shared[index]
-            if status == "ok" and block is not None:
-                value = map_observation(value, command, block.take)
-            self._replies[index] = (status, value)
-
-    def close(self) -> None:
-        if self.process.is_alive():
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-                self._conn.send("close")
-            if self._conn.poll(5.0):
-                with contextlib.suppress(EOFError, OSError):
-                    self._conn.recv()
-            self.process.join(timeout=5.0)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(timeout=5.0)
-        self._conn.close()
-        for block in self.shared:  # after the worker is gone: nothing writes to them any more
-            if block is not None:
-                block.close()
-        self.shared = []
-
-
-class _WorkerSlot:
-    """One sub-env of a worker process, as the vector env addresses it."""
-
-    def __init__(self, worker: _WorkerProcess, index: int):
-        self.worker, self.index = worker, index
-
-    @property
-    def process(self) -> mp.process.BaseProcess:
-        return self.worker.process
-
-    @property
-    def shared(self) -> SharedBlock | None:
-        """The shared memory block of this env's observations (None: they use the pipe)."""
-        return self.worker.shared[self.index] if self.worker.shared else None
-
-    def send(self, command: str, payload: Any = None) -> None:
-        """Queue the command; the vector env flushes each worker once all are queued."""
-        if self.index in self.worker.lost and command != "reset":
-            # Its env went with a replaced process: only a new episode can start on it.
-            self.worker.answer_now(
-                self.index, "died", "its worker process was replaced after another env failed"
-            )
-            return
-        self.worker.lost.discard(self.index)
-        self.worker.queue(self.index, command, payload)
-
-    def recv(self, timeout: float | None = None) -> tuple[str, Any]:
-        return self.worker.reply(self.index, timeout)
-
-
-def _shared_block_for(observation_space: gym.Space | None) -> SharedBlock | None:
-    """A shared block for the space's camera frames; None (the pipe) when there are none or
-    shared memory is unavailable (e.g. no /dev/shm in a container)."""
-    if observation_space is None:
-        return None
-    try:
-        return SharedBlock.create(observation_space)
-    except OSError as exc:
-        logger.warning(
-            "shared memory unavailable (%s); observations go through the pipe "
-            "(in a container, a bigger /dev/shm avoids this: docker run --shm-size=1g)",
-            exc,
-        )
-        return None
-
-
-WORKER_SPIN_S = 0.001
-"""How long a worker watches its pipe after a reply when it has a core of its own: a policy
-step of the main process (batching, a small policy, the other replies) fits in it."""
-
-
-def auto_worker_spin_s(n_workers: int, cpu_count: int | None = None) -> float:
-    """WORKER_SPIN_S when every worker and the main process have a core of their own, else 0:
-    a watching worker would take the core another one needs."""
-    cores = cpu_count if cpu_count is not None else usable_cores()
-    return WORKER_SPIN_S if n_workers > 0 and n_workers + 1 <= cores else 0.0
-
-
-def start_fork_server(preload_modules: Sequence[str] = ()) -> None:
-    """Start multiprocessing's fork server, if not yet running, without waiting for it.
-
-    The server imports `preload_modules` once, so each worker forked from it starts with the
-    simulator package loaded (seconds per worker and per task otherwise); that import runs in
-    the background from here on. Only the first list set before the server starts counts.
-    Calling this early (before loading a policy) overlaps the import with the caller's work.
-    """
-    # MuJoCo picks its GL backend when first imported, in whichever process imports it first:
-    # the fork server preloading a simulator package, or a worker. Both inherit this process's
-    # environment, so the headless default is set here, before either exists.
-    default_mujoco_gl()
-    if preload_modules:
-        mp.get_context("forkserver").set_forkserver_preload(list(preload_modules))
-    forkserver.ensure_running()
 
 
 class LazyVectorEnv(gym.vector.VectorEnv):
@@ -475,7 +137,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     `envs_per_worker=m` gives each worker process m sub-envs, stepped one after the other and
     addressed in one message per round: fewer processes where steps are cheap (state
     observations) or envs outnumber cores. `worker_spin_s`: how long each worker watches its
-    pipe for the next command before it sleeps (see `_await_command`); None:
+    pipe for the next command before it sleeps (see `lerobot.envs.workers`); None:
     `auto_worker_spin_s`.
     """
 
@@ -519,7 +181,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self.task = task
         """The task every sub-env runs, when the env was built for one (`make_task_env`)."""
         self.runs_action_chunks = True
-        self._slots: list[_InProcessSlot | _WorkerSlot] | None = None
+        self._slots: list[_InProcessSlot | WorkerSlot] | None = None
 
     @classmethod
     def adopt(cls, sync_env: gym.vector.SyncVectorEnv, task: TaskSpec | None = None) -> LazyVectorEnv:
@@ -542,25 +204,25 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def started(self) -> bool:
         return self._slots is not None
 
-    def _ensure_started(self) -> list[_InProcessSlot | _WorkerSlot]:
+    def _ensure_started(self) -> list[_InProcessSlot | WorkerSlot]:
         if self._slots is None:
-            slots: list[_InProcessSlot | _WorkerSlot] = [
+            slots: list[_InProcessSlot | WorkerSlot] = [
                 _InProcessSlot(self.env_fns[env_id]) for env_id in range(self.in_process_slots)
             ]
             for first in range(self.in_process_slots, self.num_envs, self.envs_per_worker):
                 env_ids = range(first, min(first + self.envs_per_worker, self.num_envs))
                 worker = self._start_worker(env_ids)
-                slots += [_WorkerSlot(worker, index) for index in range(len(env_ids))]
+                slots += [WorkerSlot(worker, index) for index in range(len(env_ids))]
             self._slots = slots
         return self._slots
 
-    def _start_worker(self, env_ids: Sequence[int]) -> _WorkerProcess:
+    def _start_worker(self, env_ids: Sequence[int]) -> WorkerProcess:
         default_mujoco_gl()
         context = mp.get_context(self.context)
         if self.context == "forkserver":
             start_fork_server(self.preload_modules)
         env_fns = [self.env_fns[env_id] for env_id in env_ids]
-        return _WorkerProcess(env_fns, context, self.single_observation_space, self.worker_spin_s)
+        return WorkerProcess(env_fns, context, self.single_observation_space, self.worker_spin_s)
 
     def restart(self, env_ids: Sequence[int]) -> None:
         """Give the given sub-envs fresh envs, e.g. after a crash or hang.
@@ -580,7 +242,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
             elif not self._rebuild_in_place(slot):
                 self._replace_worker(slot.worker, env_id)
 
-    def _rebuild_in_place(self, slot: _WorkerSlot) -> bool:
+    def _rebuild_in_place(self, slot: WorkerSlot) -> bool:
         worker = slot.worker
         if worker.n_envs == 1 or not worker.process.is_alive():
             return False
@@ -590,14 +252,14 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         status, _ = worker.reply(slot.index, self.step_timeout_s)
         return status == "ok"
 
-    def _replace_worker(self, old: _WorkerProcess, failed_env_id: int) -> None:
+    def _replace_worker(self, old: WorkerProcess, failed_env_id: int) -> None:
         slots = self._ensure_started()
-        env_ids = [i for i, slot in enumerate(slots) if isinstance(slot, _WorkerSlot) and slot.worker is old]
+        env_ids = [i for i, slot in enumerate(slots) if isinstance(slot, WorkerSlot) and slot.worker is old]
         with contextlib.suppress(Exception):
             old.close()
         worker = self._start_worker(env_ids)
         for index, env_id in enumerate(env_ids):
-            slots[env_id] = _WorkerSlot(worker, index)
+            slots[env_id] = WorkerSlot(worker, index)
         worker.lost = {index for index, env_id in enumerate(env_ids) if env_id != failed_env_id}
 
     def _exchange(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
@@ -615,10 +277,10 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         so that they work while the in-process slots run theirs (an in-process slot runs its
         command on send)."""
         slots = self._ensure_started()
-        workers: dict[int, _WorkerProcess] = {}
+        workers: dict[int, WorkerProcess] = {}
         for env_id, command, payload in commands:
             slot = slots[env_id]
-            if isinstance(slot, _WorkerSlot):
+            if isinstance(slot, WorkerSlot):
                 slot.send(command, payload)
                 workers[id(slot.worker)] = slot.worker
         for worker in workers.values():
@@ -743,10 +405,10 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         """Stop every worker (or close every in-process env); the env can be started again."""
         if self._slots is None:
             return
-        owners = {id(s.worker if isinstance(s, _WorkerSlot) else s): s for s in self._slots}
+        owners = {id(s.worker if isinstance(s, WorkerSlot) else s): s for s in self._slots}
         for slot in owners.values():
             try:
-                (slot.worker if isinstance(slot, _WorkerSlot) else slot).close()
+                (slot.worker if isinstance(slot, WorkerSlot) else slot).close()
             except Exception:  # closing must go on for the other slots
                 logger.exception("failed to close a sub-env")
         self._slots = None

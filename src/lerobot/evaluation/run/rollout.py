@@ -24,7 +24,8 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import EvalConfig
-from lerobot.envs.vector import ChunkResult, SlotEnv, SlotFailure, StepResult, stack_observations
+from lerobot.envs.commands import ChunkResult, StepResult
+from lerobot.envs.vector import SlotEnv, SlotFailure, stack_observations
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.policies.pretrained import RowPolicy
 from lerobot.processor.observation import observation_to_batch

@@ -1,0 +1,293 @@
+"""Env worker processes: each steps one or more sub-envs, one message per round.
+
+The parent (`lerobot.envs.vector.LazyVectorEnv`) queues each round's commands per worker and
+sends them together; the worker runs them in order and answers once. Camera frames travel
+through a shared memory block per env (lerobot.envs.shared_obs), the rest through the pipe.
+Workers come from multiprocessing's fork server, which imports the simulator package once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing as mp
+import signal
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing import forkserver
+from typing import Any
+
+import gymnasium as gym
+
+from lerobot.envs.commands import run_command
+from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
+from lerobot.utils.gl import default_mujoco_gl
+from lerobot.utils.threads import usable_cores
+
+logger = logging.getLogger(__name__)
+
+EnvFactory = Callable[[], gym.Env]
+STARTUP_TIMEOUT_S = 600.0
+"""How long a fresh worker may take to answer its first command, which builds the simulator
+(seconds for Meta-World, tens of seconds for LIBERO on a loaded machine): start-up is not a
+hung step, so `step_timeout_s` applies from the second command on."""
+
+
+def _worker_main(
+    conn, env_fns: Sequence[EnvFactory], shared: Sequence[SharedSpec | None], spin_s: float = 0.0
+) -> None:
+    """Serve the commands for `len(env_fns)` sub-envs until told to close or the parent goes away.
+
+    Each message is one round's commands, a list of (env index, command, payload), run in
+    order; the reply is the list of their outcomes, ("ok", value) or ("error", traceback), so
+    a worker stepping several envs costs one round trip per round, not one per env. An env is
+    built on its first command. With a `shared` block for an env, the big arrays of its
+    observations go through that shared memory (see lerobot.envs.shared_obs) instead of the
+    pipe. With `spin_s`, the worker watches its pipe that long after each reply before it
+    sleeps (`_await_command`).
+    """
+    # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    envs: list[gym.Env | None] = [None] * len(env_fns)
+    blocks = [SharedBlock.attach(spec) if spec is not None else None for spec in shared]
+    try:
+        while True:
+            try:
+                _await_command(conn, spin_s)
+                commands = conn.recv()
+            except EOFError:
+                return
+            if commands == "close":
+                conn.send("closed")
+                return
+            conn.send([_serve(envs, env_fns, blocks, *command) for command in commands])
+    finally:
+        for env in envs:
+            if env is not None:
+                with contextlib.suppress(Exception):
+                    env.close()
+
+
+def _serve(
+    envs: list[gym.Env | None],
+    env_fns: Sequence[EnvFactory],
+    blocks: Sequence[SharedBlock | None],
+    index: int,
+    command: str,
+    payload: Any,
+) -> tuple[str, Any]:
+    """One command for env `index` of a worker: ("ok", reply) or ("error", traceback).
+    `rebuild` closes the env; the next command builds a fresh one."""
+    try:
+        if command == "rebuild":
+            env, envs[index] = envs[index], None
+            if env is not None:
+                env.close()
+            return ("ok", None)
+        if envs[index] is None:
+            envs[index] = env_fns[index]()
+        reply = run_command(envs[index], command, payload)
+        block = blocks[index]
+        return ("ok", map_observation(reply, command, block.put) if block is not None else reply)
+    except Exception as exc:  # sent to the parent, which reports it with the env index
+        return ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+
+def _await_command(conn, spin_s: float) -> None:
+    """Return once a command is waiting, or after `spin_s` (the caller's recv then sleeps).
+
+    A worker asleep on its pipe is woken by the kernel when the next command arrives, which
+    on a VM took 70-80 us here, on every step, in the critical path: at half-millisecond
+    steps, a sixth of a lockstep round. Watching the pipe for a moment instead answers at
+    once, at the price of a busy core during the wait; worth it only when every worker and
+    the main process have a core of their own (`LazyVectorEnv`'s `worker_spin_s`).
+    """
+    if spin_s <= 0:
+        return
+    deadline = time.perf_counter() + spin_s
+    while not conn.poll() and time.perf_counter() < deadline:
+        pass
+
+
+class WorkerProcess:
+    """A worker process stepping one or more sub-envs in turn, spoken to over a pipe.
+
+    Commands for its envs are queued, then sent together (`flush`): one message and one
+    reply per round, whatever the number of envs.
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[EnvFactory],
+        context: mp.context.BaseContext,
+        observation_space: gym.Space | None = None,
+        spin_s: float = 0.0,
+    ):
+        self.n_envs = len(env_fns)
+        self.shared = [_shared_block_for(observation_space) for _ in env_fns]
+        self._conn, child_conn = context.Pipe()
+        specs = [block.spec if block is not None else None for block in self.shared]
+        self.process = context.Process(
+            target=_worker_main, args=(child_conn, list(env_fns), specs, spin_s), daemon=True
+        )
+        self.process.start()
+        child_conn.close()
+        self._queued: list[tuple[int, str, Any]] = []
+        self._in_flight: list[tuple[int, str, int]] = []
+        """(env index, command, steps it counts for the timeout) of the message sent last."""
+        self._replies: dict[int, tuple[str, Any]] = {}
+        self._answered = False
+        self.lost: set[int] = set()
+        """Envs whose episode went with the process this one replaced (`LazyVectorEnv.restart`):
+        their next command other than a reset fails."""
+
+    def queue(self, index: int, command: str, payload: Any) -> None:
+        self._queued.append((index, command, payload))
+
+    def answer_now(self, index: int, status: str, message: str) -> None:
+        """Make env `index`'s next reply a failure without asking the worker."""
+        self.lost.discard(index)
+        self._replies[index] = (status, message)
+
+    def flush(self) -> None:
+        """Send the queued commands in one message."""
+        if not self._queued:
+            return
+        self._in_flight = [
+            (index, command, len(payload[0]) if command == "steps" else 1)
+            for index, command, payload in self._queued
+        ]
+        message, self._queued = self._queued, []
+        # A dead worker is reported by reply(), with its exit code.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+            self._conn.send(message)
+
+    def reply(self, index: int, timeout: float | None) -> tuple[str, Any]:
+        """Env `index`'s reply to the last message (received with the others' on first ask)."""
+        if index not in self._replies:
+            self._receive(timeout)
+        return self._replies.pop(index)
+
+    def _receive(self, timeout: float | None) -> None:
+        """The worker's replies; a hung worker is killed after `timeout` seconds per step of the
+        message (its first reply, which includes building the simulators, gets at least
+        STARTUP_TIMEOUT_S): the limit is for one hung step."""
+        sent, self._in_flight = self._in_flight, []
+        if not sent:  # a caller bug, not the worker's: never block on a reply nobody asked for
+            raise RuntimeError("no command in flight for this worker")
+        if timeout is not None:
+            timeout *= max(1, sum(steps for _, _, steps in sent))
+            if not self._answered:
+                timeout = max(timeout, STARTUP_TIMEOUT_S)
+        try:
+            if timeout is not None and not self._conn.poll(timeout):
+                self.process.kill()
+                self.process.join(timeout=5.0)
+                failure = ("timeout", f"no answer within {timeout:g}s; worker killed")
+                self._replies.update((index, failure) for index, _, _ in sent)
+                return
+            outcomes = self._conn.recv()
+            self._answered = True
+        except (EOFError, ConnectionResetError, OSError):
+            self.process.join(timeout=1.0)
+            failure = ("died", f"worker process exited with code {self.process.exitcode}")
+            self._replies.update((index, failure) for index, _, _ in sent)
+            return
+        for (index, command, _), (status, value) in zip(sent, outcomes, strict=True):
+            block = self.shared[index]
+            if status == "ok" and block is not None:
+                value = map_observation(value, command, block.take)
+            self._replies[index] = (status, value)
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+                self._conn.send("close")
+            if self._conn.poll(5.0):
+                with contextlib.suppress(EOFError, OSError):
+                    self._conn.recv()
+            self.process.join(timeout=5.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5.0)
+        self._conn.close()
+        for block in self.shared:  # after the worker is gone: nothing writes to them any more
+            if block is not None:
+                block.close()
+        self.shared = []
+
+
+class WorkerSlot:
+    """One sub-env of a worker process, as the vector env addresses it."""
+
+    def __init__(self, worker: WorkerProcess, index: int):
+        self.worker, self.index = worker, index
+
+    @property
+    def process(self) -> mp.process.BaseProcess:
+        return self.worker.process
+
+    @property
+    def shared(self) -> SharedBlock | None:
+        """The shared memory block of this env's observations (None: they use the pipe)."""
+        return self.worker.shared[self.index] if self.worker.shared else None
+
+    def send(self, command: str, payload: Any = None) -> None:
+        """Queue the command; the vector env flushes each worker once all are queued."""
+        if self.index in self.worker.lost and command != "reset":
+            # Its env went with a replaced process: only a new episode can start on it.
+            self.worker.answer_now(
+                self.index, "died", "its worker process was replaced after another env failed"
+            )
+            return
+        self.worker.lost.discard(self.index)
+        self.worker.queue(self.index, command, payload)
+
+    def recv(self, timeout: float | None = None) -> tuple[str, Any]:
+        return self.worker.reply(self.index, timeout)
+
+
+def _shared_block_for(observation_space: gym.Space | None) -> SharedBlock | None:
+    """A shared block for the space's camera frames; None (the pipe) when there are none or
+    shared memory is unavailable (e.g. no /dev/shm in a container)."""
+    if observation_space is None:
+        return None
+    try:
+        return SharedBlock.create(observation_space)
+    except OSError as exc:
+        logger.warning(
+            "shared memory unavailable (%s); observations go through the pipe "
+            "(in a container, a bigger /dev/shm avoids this: docker run --shm-size=1g)",
+            exc,
+        )
+        return None
+
+
+WORKER_SPIN_S = 0.001
+"""How long a worker watches its pipe after a reply when it has a core of its own: a policy
+step of the main process (batching, a small policy, the other replies) fits in it."""
+
+
+def auto_worker_spin_s(n_workers: int, cpu_count: int | None = None) -> float:
+    """WORKER_SPIN_S when every worker and the main process have a core of their own, else 0:
+    a watching worker would take the core another one needs."""
+    cores = cpu_count if cpu_count is not None else usable_cores()
+    return WORKER_SPIN_S if n_workers > 0 and n_workers + 1 <= cores else 0.0
+
+
+def start_fork_server(preload_modules: Sequence[str] = ()) -> None:
+    """Start multiprocessing's fork server, if not yet running, without waiting for it.
+
+    The server imports `preload_modules` once, so each worker forked from it starts with the
+    simulator package loaded (seconds per worker and per task otherwise); that import runs in
+    the background from here on. Only the first list set before the server starts counts.
+    Calling this early (before loading a policy) overlaps the import with the caller's work.
+    """
+    # MuJoCo picks its GL backend when first imported, in whichever process imports it first:
+    # the fork server preloading a simulator package, or a worker. Both inherit this process's
+    # environment, so the headless default is set here, before either exists.
+    default_mujoco_gl()
+    if preload_modules:
+        mp.get_context("forkserver").set_forkserver_preload(list(preload_modules))
+    forkserver.ensure_running()
