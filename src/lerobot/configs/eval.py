@@ -51,9 +51,9 @@ def auto_envs_per_worker(n_envs_in_workers: int, cpu_count: int | None = None) -
     """Envs per worker process when `--eval.envs_per_worker` is 0 (local backend).
 
     Beyond one worker per core, more processes only compete for the cores: each switch
-    between them and each message costs CPU that stepping needs (batch 8 on 2 cores: 8
-    workers did 0.55 of what 2 workers of 4 envs do). So at most one worker per core, each
-    stepping its share of the envs in turn.
+    between them and each message costs CPU that stepping needs (batch 8 on 2 cores, state
+    observations: 8 workers stepped about 2,050 env-steps/s, 2 workers of 4 envs 2,330-2,680).
+    So at most one worker per core, each stepping its share of the envs in turn.
     """
     cores = cpu_count if cpu_count is not None else usable_cores()
     return max(1, math.ceil(n_envs_in_workers / cores))
