@@ -8,7 +8,9 @@ from lerobot.utils.errors import ConfigError
     ("cores", "n_episodes", "expected"),
     [
         (1, 50, 1),  # floor(0.7) = 0 -> at least one env
-        (2, 50, 1),  # floor(1.4)
+        (2, 50, 2),  # floor(1.4), but two where there are two cores
+        (2, 1, 1),
+        (3, 50, 2),
         (8, 50, 5),  # floor(5.6)
         (16, 3, 3),  # never more envs than episodes
         (128, 500, 64),  # capped

@@ -99,7 +99,9 @@ def where_envs_run(eval_cfg: EvalConfig) -> str:
         return "in-process"
     per_worker = eval_cfg.resolved_envs_per_worker
     n_workers = math.ceil((n_envs - in_process) / per_worker)
-    workers = f"{n_workers} async workers" + (f" of {per_worker} envs" if per_worker > 1 else "")
+    workers = f"{n_workers} async worker{'s' if n_workers > 1 else ''}" + (
+        f" of {per_worker} envs" if per_worker > 1 else ""
+    )
     return workers + (f", {in_process} in the main process" if in_process else "")
 
 

@@ -6,8 +6,8 @@ from Python is slower: iterating `MjData.contact` took 162 us instead of 107 us 
 and a whole Meta-World push-v3 step (which reads the contact list twice) 0.72 ms instead of
 0.58 ms: an in-process evaluation ran about 20% below what the simulator can do. Importing
 MuJoCo first (300 ms) costs torch nothing measurable. Env workers never import torch, so only
-a process that runs envs beside a policy needs this: `lerobot-eval` at batch size 1 (the auto
-choice on small machines), lerobot-train's in-loop evaluation, lerobot-record-sim.
+a process that runs envs beside a policy needs this: `lerobot-eval` at batch size 1 or with an
+env in the main process (small batches), lerobot-train's in-loop evaluation, lerobot-record-sim.
 """
 
 from __future__ import annotations

@@ -411,6 +411,7 @@ def test_lerobot_eval_says_goodbye_to_the_server_when_it_ends(tmp_path):
         "--env.obs_type=state",
         "--env.episode_length=3",
         "--eval.n_episodes=2",
+        "--eval.batch_size=1",  # one request per episode
         "--eval.use_async_envs=false",
     ]
     with chunk_server(horizon=10, action_dim=4) as (port, requests, closes):
