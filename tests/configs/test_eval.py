@@ -21,7 +21,7 @@ def test_auto_batch_size(cores, n_episodes, expected):
 
 
 def test_zero_batch_size_means_auto(monkeypatch):
-    monkeypatch.setattr("os.cpu_count", lambda: 10)
+    monkeypatch.setattr("lerobot.configs.eval.usable_cores", lambda: 10)
     assert EvalConfig(n_episodes=50, batch_size=0).resolved_batch_size == 7
 
 

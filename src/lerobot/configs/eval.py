@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import math
-import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
@@ -32,9 +31,10 @@ def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
     on 2 cores batch 2 beat batch 1 in every case measured (Meta-World state 2,439 against
     1,931 env-steps/s, ACT on 64x64 pixels 148 against 117, README's demo with videos 44.9 s
     against 48.1 s). Never more envs than episodes, and a cap of 64 so a big server does not
-    start hundreds of GL contexts.
+    start hundreds of GL contexts. Cores are those this process may use (`usable_cores`: a
+    container's CPU quota, a cluster job's cpuset), not the host's.
     """
-    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    cores = cpu_count if cpu_count is not None else usable_cores()
     by_cpu = max(min(cores, 2), math.floor(cores * 0.7))
     return max(1, min(by_cpu, n_episodes, MAX_AUTO_BATCH_SIZE))
 
