@@ -397,8 +397,12 @@ def test_first_frame_depends_on_episode_index_not_batch_size(monkeypatch):
 
 
 @pytest.mark.slow
-def test_two_async_workers_run_without_gl_errors(tmp_path):
-    """A user running with several workers sees no EGL/OpenGL errors, from start to exit."""
+@pytest.mark.parametrize(
+    ("in_main", "layout"), [(0, "2 async workers"), (1, "1 async worker, 1 in the main process")]
+)
+def test_two_async_workers_run_without_gl_errors(tmp_path, in_main, layout):
+    """A user running with several workers (or a worker beside an env in the main process)
+    sees no EGL/OpenGL errors, from start to exit."""
     argv = [
         "--policy.type=random",
         "--env.type=libero",
@@ -409,6 +413,7 @@ def test_two_async_workers_run_without_gl_errors(tmp_path):
         *SMALL_FLAGS,
         "--eval.n_episodes=2",
         "--eval.batch_size=2",
+        f"--eval.envs_in_main_process={in_main}",
         "--eval.max_episodes_rendered=0",
         f"--output_dir={tmp_path / 'out'}",
     ]
@@ -417,7 +422,7 @@ def test_two_async_workers_run_without_gl_errors(tmp_path):
         [sys.executable, "-c", script], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "async workers" in proc.stderr
+    assert f"envs per task: 2 ({layout})" in proc.stderr
     for marker in ("EGL", "OpenGL", "GLError", "Traceback", "Exception ignored"):
         assert marker not in proc.stderr, proc.stderr[-3000:]
     info = json.loads((tmp_path / "out" / "eval_info.json").read_text())
