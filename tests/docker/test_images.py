@@ -182,7 +182,8 @@ def test_metaworld_image_async_workers(artifacts, tmp_path, shm_size, frames_sha
             "docker", "run", "--rm", *shm_args, "--volume", f"{out}:/artifacts", IMAGE,
             "lerobot-eval", "--policy.type=metaworld_expert", "--env.type=metaworld",
             "--env.task=push-v3", "--env.episode_length=30", "--eval.n_episodes=2",
-            "--eval.batch_size=2", "--eval.use_async_envs=true", "--output_dir=/artifacts",
+            "--eval.batch_size=2", "--eval.use_async_envs=true", "--eval.envs_in_main_process=0",
+            "--output_dir=/artifacts",
         ],
         capture_output=True,
         text=True,
@@ -190,7 +191,7 @@ def test_metaworld_image_async_workers(artifacts, tmp_path, shm_size, frames_sha
     )  # fmt: skip
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
-    assert "envs per task: 2 (async workers)" in output, output[-3000:]
+    assert "envs per task: 2 (2 async workers)" in output, output[-3000:]
     assert "worker process exited" not in output, output[-3000:]
     assert ("shared memory unavailable" not in output) == frames_shared, output[-3000:]
     info = read_json(out / "eval_info.json")
