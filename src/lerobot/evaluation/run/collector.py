@@ -18,6 +18,7 @@ from lerobot.evaluation.results import EpisodeResult, RunResult, TaskKey, TaskRe
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.progress import TaskProgress, task_progress
 from lerobot.evaluation.store.journal import EpisodeJournal
+from lerobot.utils.signals import signals_deferred
 
 logger = logging.getLogger(__name__)
 
@@ -44,11 +45,14 @@ class RunCollector:
             self._bar_task = unit.task_key
 
     def episode_finished(self, task: TaskSpec, episode: EpisodeResult) -> None:
-        if self.journal is not None:
-            self.journal.append(task, episode)
-        self.episodes[task.key][episode.episode_index] = episode
-        self.n_new[task.key] += 1
-        self.remaining[task.key] -= 1
+        # The journal line and the in-memory result are one step: a Ctrl-C between them would
+        # leave the partial eval_info.json one episode short of episodes.jsonl.
+        with signals_deferred():
+            if self.journal is not None:
+                self.journal.append(task, episode)
+            self.episodes[task.key][episode.episode_index] = episode
+            self.n_new[task.key] += 1
+            self.remaining[task.key] -= 1
         if self._bar is not None:
             self._bar.update(episode)
         _log_episode(task, episode)
