@@ -8,6 +8,7 @@ in-process slots and the worker processes share it, so a sub-env answers alike i
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,3 +89,9 @@ def _step_chunk(env: gym.Env, actions: np.ndarray, want_frames: bool) -> ChunkRe
             break
         steps.append(dataclasses.replace(step, observation=None))
     return ChunkResult(tuple(steps))
+
+
+def error_reply(exc: Exception) -> tuple[str, str]:
+    """The reply of a command that raised, alike in this process and in a worker: the error's
+    first line, then its traceback (shown whole at DEBUG by the rollout loop)."""
+    return ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")

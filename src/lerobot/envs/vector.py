@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing as mp
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,7 +22,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from lerobot.configs.env import TaskSpec
-from lerobot.envs.commands import StepResult, run_command
+from lerobot.envs.commands import StepResult, error_reply, run_command
 from lerobot.envs.workers import (
     EnvFactory,
     WorkerProcess,
@@ -109,7 +108,7 @@ class _InProcessSlot:
                 self._env = self._env_fn()
             self._reply = ("ok", run_command(self._env, command, payload))
         except Exception as exc:
-            self._reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            self._reply = error_reply(exc)
 
     def recv(self, timeout: float | None = None) -> tuple[str, Any]:
         """The reply of the last command (it already ran: no timeout can apply in-process)."""
@@ -405,10 +404,11 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         """Stop every worker (or close every in-process env); the env can be started again."""
         if self._slots is None:
             return
-        owners = {id(s.worker if isinstance(s, WorkerSlot) else s): s for s in self._slots}
-        for slot in owners.values():
+        # A worker process serves several slots: each owner is closed once.
+        owners = {id(owner): owner for owner in (_owner_of(slot) for slot in self._slots)}
+        for owner in owners.values():
             try:
-                (slot.worker if isinstance(slot, WorkerSlot) else slot).close()
+                owner.close()
             except Exception:  # closing must go on for the other slots
                 logger.exception("failed to close a sub-env")
         self._slots = None
@@ -416,6 +416,11 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def __del__(self):
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _owner_of(slot: _InProcessSlot | WorkerSlot) -> _InProcessSlot | WorkerProcess:
+    """What holds a slot's env: the slot itself in this process, else its worker process."""
+    return slot.worker if isinstance(slot, WorkerSlot) else slot
 
 
 def _step_payloads(

@@ -13,14 +13,13 @@ import logging
 import multiprocessing as mp
 import signal
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing import forkserver
 from typing import Any
 
 import gymnasium as gym
 
-from lerobot.envs.commands import run_command
+from lerobot.envs.commands import error_reply, run_command
 from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
 from lerobot.utils.gl import default_mujoco_gl
 from lerobot.utils.threads import usable_cores
@@ -91,7 +90,7 @@ def _serve(
         block = blocks[index]
         return ("ok", map_observation(reply, command, block.put) if block is not None else reply)
     except Exception as exc:  # sent to the parent, which reports it with the env index
-        return ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        return error_reply(exc)
 
 
 def _await_command(conn, spin_s: float) -> None:
