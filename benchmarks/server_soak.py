@@ -6,9 +6,11 @@ Starts `lerobot-serve-policy` (the tests' ACT checkpoint, which LeRobot 0.6.1 sa
 its own process and a healthy client that asks for an action every 20 ms. Then, one after
 another, each abuse case of issue 33 runs on other connections while the healthy client
 keeps asking. Prints, per case, what the abuser got back, the healthy client's worst latency
-during the case (against its median before any abuse) and the server's peak RSS (VmHWM)
-after it. Goal: no case stalls the healthy client by more than 100 ms, nor grows the server
-by more than twice its largest accepted frame.
+during the case (against its median before any abuse) and how much the server grew during it:
+its peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before each case) over its RSS at
+the start of the case, against the size of the frame the server read. Goal: no case stalls
+the healthy client by more than 100 ms, nor grows the server by more than twice the frame it
+read (a frame over the limit is refused at its header, unread).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 BIN = Path(sys.executable).parent
+FRAME_LIMIT_MB = 16
+"""The server's frame limit for the tests' ACT (`default_frame_limit`: its least, 16 MiB)."""
 
 
 def free_port() -> int:
@@ -61,15 +65,16 @@ def abuse_cases(port: int) -> dict[str, callable]:
 
     uri = f"ws://127.0.0.1:{port}"
 
-    def send(frame: bytes | str, **kwargs) -> str:
+    def send(frame: bytes | str, **kwargs) -> tuple[str, int]:
+        """(what the abuser got, the frame's size)."""
         try:
             with connect(uri, compression=None, max_size=None, open_timeout=30, **kwargs) as ws:
                 ws.recv()
                 ws.send(frame)
                 answer = ws.recv(timeout=60)
-                return answer[:100] if isinstance(answer, str) else "answered"
+                return (answer[:100] if isinstance(answer, str) else "answered"), len(frame)
         except Exception as exc:  # what the abuser sees is the result
-            return f"{type(exc).__name__}: {str(exc)[:90]}"
+            return f"{type(exc).__name__}: {str(exc)[:90]}", len(frame)
 
     good = observation()
     return {
@@ -139,11 +144,17 @@ class HealthyClient(threading.Thread):
         return max(inside, default=0.0)
 
 
-def peak_rss_mb(pid: int) -> float:
+def memory_mb(pid: int, field: str) -> float:
+    """`VmRSS` (now) or `VmHWM` (the peak since the last `reset_peak`) of a process, in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def reset_peak(pid: int) -> None:
+    """Start VmHWM again from the current RSS (Linux 4.0+), so each case's peak is its own."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 def main() -> int:
@@ -176,24 +187,28 @@ def main() -> int:
             baseline = statistics.median(latency for _, latency in healthy.samples)
             print(
                 f"server pid {server.pid}, healthy client median {1000 * baseline:.1f} ms, "
-                f"peak RSS {peak_rss_mb(server.pid):.0f} MB before abuse"
+                f"RSS {memory_mb(server.pid, 'VmRSS'):.0f} MB before abuse, frame limit {FRAME_LIMIT_MB} MiB"
             )
-            print("| case | the abuser got | healthy worst ms (extra) | server peak RSS MB |")
-            print("| --- | --- | --- | --- |")
+            print("| case | the abuser got | healthy worst ms (extra) | frame read MB | server growth MB |")
+            print("| --- | --- | --- | --- | --- |")
             spawn = mp.get_context("spawn")
             answers = spawn.Queue()
             for name in abuse_cases(port):
+                reset_peak(server.pid)
+                before = memory_mb(server.pid, "VmRSS")
                 abuser = spawn.Process(target=run_case, args=(name, port, answers))
                 abuser.start()
                 started = time.perf_counter()  # the abuser's start-up is not its abuse, but counts
-                got = answers.get(timeout=300)
+                got, frame_bytes = answers.get(timeout=300)
                 ended = time.perf_counter()
                 abuser.join(timeout=30)
                 time.sleep(0.2)
                 worst = healthy.worst_between(started, ended)
+                growth = memory_mb(server.pid, "VmHWM") - before
+                read = frame_bytes / 1e6 if frame_bytes <= FRAME_LIMIT_MB * 2**20 else 0.0
                 print(
                     f"| {name} | {got.replace('|', '/')} | {1000 * worst:.0f} ({1000 * (worst - baseline):+.0f}) "
-                    f"| {peak_rss_mb(server.pid):.0f} |",
+                    f"| {read:.1f} | {growth:+.1f} ({growth / read if read else 0:.2f}x) |",
                     flush=True,
                 )
             healthy.stop.set()

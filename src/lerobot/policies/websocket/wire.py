@@ -35,6 +35,11 @@ MAX_CONTAINERS = 10_000
 empty maps would otherwise cost ~70 bytes of memory per byte sent."""
 
 
+MAX_TEXT_BYTES = 2**16
+"""The longest string a frame may hold (a task instruction is a few hundred bytes). Refused at
+its length prefix, before it is decoded: a 12 MiB prompt otherwise costs its size again."""
+
+
 def unpack(frame: bytes, max_containers: int = MAX_CONTAINERS) -> Any:
     """Decode one frame; WireError on anything that is not a valid message."""
     seen = [0]
@@ -52,6 +57,7 @@ def unpack(frame: bytes, max_containers: int = MAX_CONTAINERS) -> Any:
             list_hook=count,
             max_array_len=max_containers,
             max_map_len=max_containers,
+            max_str_len=MAX_TEXT_BYTES,
         )
     except WireError:
         raise
