@@ -77,6 +77,7 @@ def test_envs_in_the_main_process_are_all_of_them_without_workers_and_at_most_th
         ({"max_episodes_rendered": -1}, r"^--eval.max_episodes_rendered=-1"),
         ({"envs_in_main_process": -1}, r"^--eval.envs_in_main_process=-1: must be 0 or more"),
         ({"envs_per_worker": -1}, r"^--eval.envs_per_worker=-1: must be 0 \(auto\) or a positive integer$"),
+        ({"row_groups": 0}, r"^--eval.row_groups=0: must be 1 \(lockstep\) or more$"),
     ],
 )
 def test_bad_values_are_rejected_with_the_flag_name(kwargs, message):

@@ -293,3 +293,28 @@ def test_bfloat16_autocast_masks_in_float32_and_stays_near_float32(smolvla_dirs)
         chunk = loaded.policy.predict_action_chunk(fresh(batch), noise=recorded["noise"].clone())
     assert chunk.dtype == torch.float32 and torch.isfinite(chunk).all()
     torch.testing.assert_close(chunk, recorded["chunk.normalized"], atol=0.1, rtol=0)
+
+
+def test_rows_kept_aside_continue_as_in_one_batch(smolvla_dirs):
+    """`save_rows`/`restore_rows` (a policy server's clients, `--eval.row_groups`): rows run
+    one at a time, in alternating order, with their queued chunk and noise generator kept
+    aside between calls, act exactly as the two rows of one batch."""
+    recorded, meta = expected("smolvla")
+    together, apart = load(smolvla_dirs["smolvla"]), load(smolvla_dirs["smolvla"])
+    together.policy.reset(env_ids=[0, 1], seeds=[3, 4])
+    steps = range(meta["n_steps"])
+    both = [
+        together.post(together.policy.select_action(together.pre(raw_step(recorded, meta, i)))) for i in steps
+    ]
+    states: dict[int, object] = {}
+    alone: dict[int, list[torch.Tensor]] = {0: [], 1: []}
+    for i in steps:
+        for row in (1, 0) if i % 2 else (0, 1):
+            apart.policy.restore_rows([states.get(row)])
+            if i == 0:
+                apart.policy.reset(env_ids=[0], seeds=[3 + row])
+            batch = apart.pre(raw_step(recorded, meta, i, slice(row, row + 1)))
+            alone[row].append(apart.post(apart.policy.select_action(batch))[0])
+            [states[row]] = apart.policy.save_rows([0])
+    for row in (0, 1):
+        torch.testing.assert_close(torch.stack(alone[row]), torch.stack(both)[:, row], **EXACT)

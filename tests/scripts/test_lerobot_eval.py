@@ -69,18 +69,31 @@ def test_results_are_identical_for_any_batch_and_wherever_its_envs_run(tmp_path)
         "--eval.max_episodes_rendered=0",
         "--seed=7",
     ]
-    # (batch size, envs the main process steps beside the workers, envs per worker): all
-    # in-process, one env per worker, several per worker, and mixed.
-    layouts = [(1, 1, 1), (2, 0, 1), (2, 1, 1), (3, 0, 1), (3, 2, 1), (3, 0, 2), (3, 1, 2)]
+    # (batch size, envs the main process steps beside the workers, envs per worker, groups
+    # taking turns): all in-process, one env per worker, several per worker, mixed, and the
+    # batch split into groups (one per worker; an env of the main process as a group).
+    layouts = [
+        (1, 1, 1, 1),
+        (2, 0, 1, 1),
+        (2, 1, 1, 1),
+        (3, 0, 1, 1),
+        (3, 2, 1, 1),
+        (3, 0, 2, 1),
+        (3, 1, 2, 1),
+        (3, 0, 1, 2),
+        (3, 1, 1, 3),
+        (4, 0, 2, 2),
+    ]
     runs = [
         run_cli(
-            tmp_path / f"bs{bs}-main{main}-per{per_worker}",
+            tmp_path / f"bs{bs}-main{main}-per{per_worker}-groups{groups}",
             *common,
             f"--eval.batch_size={bs}",
             f"--eval.envs_in_main_process={main}",
             f"--eval.envs_per_worker={per_worker}",
+            f"--eval.row_groups={groups}",
         )
-        for bs, main, per_worker in layouts
+        for bs, main, per_worker, groups in layouts
     ]
     assert all(per_episode_outcomes(run) == per_episode_outcomes(runs[0]) for run in runs[1:])
     assert [e["seed"] for e in runs[0]["per_episode"]] == [7, 8, 9, 10, 11]

@@ -90,6 +90,15 @@ class EvalConfig:
     rest of each chunk to the env worker in one message, which steps it and renders only the
     observation the policy reads next: one round trip per chunk instead of per step.
     Per-episode results are identical either way."""
+    row_groups: int = field(default=1, metadata=facts(result_neutral=True))
+    """Split the batch into this many groups of envs that take turns: while the policy computes
+    the next actions of one group, the workers of the others step, so an evaluation costs
+    closer to max(policy, simulation) than to their sum (a GPU policy beside many envs).
+    Groups are made of whole worker processes (at most one per worker); a policy that cannot
+    keep rows aside (it cannot be served either) runs as one group. 1 = lockstep: every env
+    steps, then the policy computes for all. Each episode gets the same seed and policy row
+    either way; a neural policy's actions can differ in their last bits, as between batch
+    sizes (its matrix products run over the rows of one group)."""
     resume: bool = field(default=False, metadata=facts(result_neutral=True))
     """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
     step_timeout_s: float = field(default=300.0, metadata=facts(result_neutral=True))
@@ -142,6 +151,8 @@ class EvalConfig:
             raise ConfigError(
                 f"--eval.envs_in_main_process={self.envs_in_main_process}: must be 0 or more (none: auto)"
             )
+        if self.row_groups < 1:
+            raise ConfigError(f"--eval.row_groups={self.row_groups}: must be 1 (lockstep) or more")
         if self.step_timeout_s <= 0:
             raise ConfigError(
                 f"--eval.step_timeout_s={self.step_timeout_s}: must be a positive number of seconds"

@@ -357,13 +357,43 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         Every command is sent before any reply is awaited, so with worker processes a slot
         starting its next episode resets while the others step, instead of holding them up.
         """
+        self.send_step_and_reset_at(step_ids, actions, reset_ids, seeds, options, render_ids, blind_ids)
+        return self.gather_step_and_reset(step_ids, reset_ids)
+
+    def send_step_and_reset_at(
+        self,
+        step_ids: Sequence[int],
+        actions: Sequence[np.ndarray],
+        reset_ids: Sequence[int],
+        seeds: Sequence[int | None],
+        options: Sequence[dict | None],
+        render_ids: Sequence[int] = (),
+        blind_ids: Sequence[int] = (),
+    ) -> None:
+        """The first half of `step_and_reset_at`: send, answer nothing yet. The workers step
+        while the caller does something else (the policy for other slots); the replies come
+        with `gather_step_and_reset`. Slots in this process run their command here."""
         commands, payloads = _step_commands(step_ids, actions, render_ids, blind_ids)
         resets = [
             (env_id, "reset", payload)
             for env_id, payload in zip(reset_ids, zip(seeds, options, strict=True), strict=True)
         ]
         self._send_commands([*zip(step_ids, commands, payloads, strict=True), *resets])
+
+    def gather_step_and_reset(
+        self, step_ids: Sequence[int], reset_ids: Sequence[int]
+    ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
+        """The replies to the last `send_step_and_reset_at` of these slots."""
         return self._gather(step_ids), self._gather(reset_ids)
+
+    def slot_groups(self) -> list[list[int]]:
+        """The slots that answer together: each worker process's envs (one message, one reply
+        for all of them), and each slot of this process alone. Slots of different groups can
+        be stepped independently of one another."""
+        groups = [[env_id] for env_id in range(self.in_process_slots)]
+        for first in range(self.in_process_slots, self.num_envs, self.envs_per_worker):
+            groups.append(list(range(first, min(first + self.envs_per_worker, self.num_envs))))
+        return groups
 
     def render_at(
         self, env_ids: Sequence[int], tolerate_failures: bool = False
@@ -416,6 +446,51 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def __del__(self):
         with contextlib.suppress(Exception):
             self.close()
+
+
+class SlotGroup:
+    """Some slots of a `LazyVectorEnv`, as a `SlotEnv` of their own: slot i here is slot
+    `slot_ids[i]` there. Groups made of whole `slot_groups()` step independently: while one
+    group's workers step, the caller computes the next actions of another."""
+
+    def __init__(self, env: LazyVectorEnv, slot_ids: Sequence[int]):
+        self.env, self.slot_ids = env, list(slot_ids)
+        self.num_envs = len(self.slot_ids)
+        self.single_action_space = env.single_action_space
+        self.task, self.metadata = env.task, env.metadata
+        self.runs_action_chunks = env.runs_action_chunks
+
+    def _global(self, env_ids: Sequence[int]) -> list[int]:
+        return [self.slot_ids[env_id] for env_id in env_ids]
+
+    def step_and_reset_at(self, step_ids, actions, reset_ids, seeds, options, render_ids=(), blind_ids=()):
+        self.send_step_and_reset_at(step_ids, actions, reset_ids, seeds, options, render_ids, blind_ids)
+        return self.gather_step_and_reset(step_ids, reset_ids)
+
+    def send_step_and_reset_at(
+        self, step_ids, actions, reset_ids, seeds, options, render_ids=(), blind_ids=()
+    ):
+        self.env.send_step_and_reset_at(
+            self._global(step_ids),
+            actions,
+            self._global(reset_ids),
+            seeds,
+            options,
+            self._global(render_ids),
+            self._global(blind_ids),
+        )
+
+    def gather_step_and_reset(self, step_ids, reset_ids):
+        return self.env.gather_step_and_reset(self._global(step_ids), self._global(reset_ids))
+
+    def render_at(self, env_ids: Sequence[int], tolerate_failures: bool = False):
+        return self.env.render_at(self._global(env_ids), tolerate_failures)
+
+    def restart(self, env_ids: Sequence[int]) -> None:
+        self.env.restart(self._global(env_ids))
+
+    def close(self) -> None:
+        """The vector env is its owner's to close."""
 
 
 def _owner_of(slot: _InProcessSlot | WorkerSlot) -> _InProcessSlot | WorkerProcess:

@@ -25,9 +25,10 @@ import torch
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import EvalConfig
 from lerobot.envs.commands import ChunkResult, StepResult
-from lerobot.envs.vector import SlotEnv, SlotFailure, stack_observations
+from lerobot.envs.vector import LazyVectorEnv, SlotEnv, SlotFailure, SlotGroup, stack_observations
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.policies.pretrained import RowPolicy
+from lerobot.policies.row_groups import can_move_rows, split_policy
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ENV_TASK, TASK
 from lerobot.utils.device_utils import policy_device
@@ -78,6 +79,9 @@ class RolloutSettings:
     chunks_in_workers: bool = True
     """A row inside an action chunk sends the rest of it to its env worker in one message
     (`RowPolicy.take_queued_actions`); False: one round trip per step. Results are identical."""
+    row_groups: int = 1
+    """Split the slots into this many groups that take turns: while the policy computes one
+    group's actions, the other groups' workers step (`run_episodes`; `--eval.row_groups`)."""
     use_amp: bool = False
     max_episode_retries: int = 2
     rename_map: Mapping[str, str] = field(default_factory=dict)
@@ -103,6 +107,7 @@ class RolloutSettings:
             videos_dir=Path(videos_dir) if videos_dir is not None else None,
             continuous_batching=eval_cfg.continuous_batching,
             chunks_in_workers=eval_cfg.chunks_in_workers,
+            row_groups=eval_cfg.row_groups,
             use_amp=use_amp,
             max_episode_retries=eval_cfg.max_episode_retries,
             rename_map=dict(rename_map or {}),
@@ -216,7 +221,94 @@ def run_episodes(
     default: the env's own (`task_of_env`).
     """
     task = task if task is not None else task_of_env(env)
-    return _RolloutLoop(env, policy, sorted(episodes), settings, task, hooks or RolloutHooks()).run()
+    work = _Work(deque(sorted(episodes)))
+    hooks = hooks or RolloutHooks()
+    groups = _slot_groups(env, policy, settings.row_groups)
+    if len(groups) < 2:
+        return _RolloutLoop(env, policy, work, settings, task, hooks).run()
+    views = split_policy(policy, [len(group) for group in groups])
+    loops = [
+        _RolloutLoop(SlotGroup(env, group), view, work, settings, task, hooks)
+        for group, view in zip(groups, views, strict=True)
+    ]
+    return _run_in_turns(loops, work, hooks)
+
+
+@dataclass
+class _Work:
+    """What every group of slots draws from and reports to."""
+
+    pending: deque[int]
+    retries: dict[int, int] = field(default_factory=dict)
+    results: list[EpisodeResult] = field(default_factory=list)
+
+
+def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int) -> list[list[int]]:
+    """The slots of each group that takes turns (one group: all of them, in lockstep).
+
+    Groups are made of whole workers (a worker answers once for all its envs) and balanced by
+    slot count; there are at most as many as workers. Envs without worker processes (nothing
+    would step while the policy computes) and policies that cannot keep rows aside
+    (`save_rows`) run as one group.
+    """
+    if wanted < 2 or not isinstance(env, LazyVectorEnv) or not env.use_async:
+        return [list(range(env.num_envs))]  # nothing steps while this process computes
+    if not can_move_rows(policy):
+        logger.info("--eval.row_groups=%d: policy %r cannot keep rows aside; one group", wanted, policy.name)
+        return [list(range(env.num_envs))]
+    units = env.slot_groups()
+    groups: list[list[int]] = [[] for _ in range(min(wanted, len(units)))]
+    for unit in units:
+        min(groups, key=len).extend(unit)
+    return [sorted(group) for group in groups]
+
+
+def _run_in_turns(loops: Sequence[_RolloutLoop], work: _Work, hooks: RolloutHooks) -> list[EpisodeResult]:
+    """Step the groups in turns: each collects its envs' replies, then computes and sends its
+    next actions while the other groups' workers step theirs."""
+    in_flight: list[_Round | None] = [None] * len(loops)
+    try:
+        with torch.inference_mode():
+            while work.pending or any(loop.busy() for loop in loops) or any(in_flight):
+                for index, loop in enumerate(loops):
+                    if hooks.should_stop is not None and hooks.should_stop():
+                        raise RolloutStoppedError(
+                            f"{loop.task.label}: stopped with {len(work.pending)} episodes pending"
+                        )
+                    sent, in_flight[index] = in_flight[index], None
+                    if sent is not None:
+                        loop.collect_round(sent)
+                    in_flight[index] = loop.send_round()
+    finally:
+        for loop, sent in zip(loops, in_flight, strict=True):
+            if sent is not None:  # a failure elsewhere: leave no reply unread in a worker's pipe
+                loop.env.gather_step_and_reset(sent.active, sent.starting)
+    return sorted(work.results, key=lambda r: r.episode_index)
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One round of a slot group: the slots that step (with their action, or rest of chunk)
+    and those that reset for their next episodes."""
+
+    active: list[int]
+    actions: Any
+    chunked: bool
+    starting: list[int]
+    episodes: list[int]
+    seeds: list[int]
+    recorded: list[int]
+    blind: list[int]
+
+    def command(self) -> tuple:
+        """The arguments of `step_and_reset_at` (or `send_step_and_reset_at`) for this round.
+
+        The episode index travels with the reset: benchmarks with fixed initial states
+        (LIBERO's init states) pick them by episode, never by slot or reset count.
+        """
+        options = [{"episode_index": e} for e in self.episodes]
+        actions = [self.actions[i] for i in self.active]
+        return (self.active, actions, self.starting, self.seeds, options, self.recorded, self.blind)
 
 
 class _RolloutLoop:
@@ -224,7 +316,7 @@ class _RolloutLoop:
         self,
         env: SlotEnv,
         policy: RowPolicy,
-        episodes: Sequence[int],
+        work: _Work,
         settings: RolloutSettings,
         task: TaskSpec,
         hooks: RolloutHooks,
@@ -232,13 +324,11 @@ class _RolloutLoop:
         self.env, self.policy, self.settings, self.task, self.hooks = env, policy, settings, task, hooks
         self.videos_dir = settings.videos_dir_for(task)
         self.device = policy_device(policy)
-        self.pending = deque(episodes)
-        self.retries: dict[int, int] = {}
+        self.pending, self.retries, self.results = work.pending, work.retries, work.results
         self.slots: list[_RunningEpisode | None] = [None] * env.num_envs
         self.observations: list[Any] = [None] * env.num_envs
         self.blind: list[bool] = [False] * env.num_envs
         """Slot i's observation has black images (a blind step): the policy must not read them."""
-        self.results: list[EpisodeResult] = []
         self.cut_short: dict[int, str] = {}
         """Slot -> why its episode ends after its current chunk: the policy's next queued action
         is NaN or inf (the chunk was cut before it)."""
@@ -250,12 +340,16 @@ class _RolloutLoop:
         )
         self.step_index = 0
         self.action_shape = (env.num_envs, *env.single_action_space.shape)
+        self.descriptions = [task.description] * env.num_envs
+        self.env_tasks = [task.name] * env.num_envs
+
+    def busy(self) -> bool:
+        """Whether an episode is running in one of this loop's slots."""
+        return any(slot is not None for slot in self.slots)
 
     def run(self) -> list[EpisodeResult]:
         if not self.pending:
             return []
-        self.descriptions = [self.task.description] * self.env.num_envs
-        self.env_tasks = [self.task.name] * self.env.num_envs
         # One inference-mode scope for the whole loop rather than one per step: entering it
         # costs microseconds, which count against a state-only step of under a millisecond.
         should_stop = self.hooks.should_stop
@@ -274,10 +368,28 @@ class _RolloutLoop:
         A slot whose episode just ended resets in the same round as the others step, so in
         worker processes its reset does not hold them up; it steps from the next round on.
         """
+        planned = self.plan_round()
+        if planned is not None:
+            self.apply_round(planned, *self.env.step_and_reset_at(*planned.command()))
+
+    def send_round(self) -> _Round | None:
+        """Plan a round and send it to the workers, who step while the caller goes on; its
+        replies are gathered by `collect_round`. For groups of a `LazyVectorEnv` (`SlotGroup`)."""
+        planned = self.plan_round()
+        if planned is not None:
+            self.env.send_step_and_reset_at(*planned.command())
+        return planned
+
+    def collect_round(self, sent: _Round) -> None:
+        self.apply_round(sent, *self.env.gather_step_and_reset(sent.active, sent.starting))
+
+    def plan_round(self) -> _Round | None:
+        """This round's actions for the running episodes and the resets of free slots; None
+        when there is nothing to send (no episode to run, or the policy failed every row)."""
         starting = self._claim_free_slots()
         active = self._active_ids()
         if not active and not starting:
-            return
+            return None
         actions: Any = None
         chunks = self._take_queued_chunks(active) if active and self.sends_chunks else None
         if chunks is not None:
@@ -285,26 +397,18 @@ class _RolloutLoop:
         elif active:
             actions = self._select_actions_or_fail(active)
             if actions is None:
-                return  # rows the policy failed are settled; the free slots start next round
+                return None  # rows the policy failed are settled; the free slots start next round
             active = self._end_non_finite_rows(active, actions)
             self._report_steps(active, actions)
         recorded = [i for i in active if self.slots[i].video is not None]
         blind = self._slots_stepping_blind(active, recorded) if chunks is None else []
         episodes = [self.pending.popleft() for _ in starting]
         seeds = [self.settings.start_seed + e for e in episodes]
-        # The episode index travels with the reset: benchmarks with fixed initial states
-        # (LIBERO's init states) pick them by episode, never by slot or reset count.
-        options = [{"episode_index": e} for e in episodes]
-        steps, resets = self.env.step_and_reset_at(
-            active,
-            [actions[i] for i in active],
-            starting,
-            seeds,
-            options,
-            render_ids=recorded,
-            blind_ids=blind,
-        )
-        for env_id, outcome in zip(active, steps, strict=True):
+        return _Round(active, actions, chunks is not None, starting, episodes, seeds, recorded, blind)
+
+    def apply_round(self, planned: _Round, steps: Sequence[Any], resets: Sequence[Any]) -> None:
+        """Record the round's steps, end or re-run episodes, and start the reset slots' ones."""
+        for env_id, outcome in zip(planned.active, steps, strict=True):
             if isinstance(outcome, SlotFailure):
                 self.cut_short.pop(env_id, None)
                 self._handle_failure(env_id, outcome.describe("step"))
@@ -312,10 +416,11 @@ class _RolloutLoop:
                 self._apply_chunk(env_id, outcome)
             else:
                 self._apply_step(env_id, outcome)
-        if active:
-            self.step_index += max(len(actions[i]) for i in active) if chunks is not None else 1
-        if starting:
-            self._start_episodes(starting, episodes, seeds, resets)
+        if planned.active:
+            actions = planned.actions
+            self.step_index += max(len(actions[i]) for i in planned.active) if planned.chunked else 1
+        if planned.starting:
+            self._start_episodes(planned.starting, planned.episodes, planned.seeds, resets)
 
     def _take_queued_chunks(self, active: Sequence[int]) -> tuple[list[Any], list[int]] | None:
         """(each slot's rest of chunk as a (steps, action_dim) array, the slots that step it),

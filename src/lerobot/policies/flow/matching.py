@@ -97,6 +97,14 @@ class RowNoise:
             else:
                 self.generators[row] = torch.Generator().manual_seed(int(seed))
 
+    def save(self, rows: Sequence[int]) -> list[torch.Generator | None]:
+        """Each row's generator (None: the row was never seeded), handed over, not copied."""
+        return [self.generators.get(row) for row in rows]
+
+    def restore(self, generators: Sequence[torch.Generator | None]) -> None:
+        """Rows in the order of `generators`, as `save` gave them."""
+        self.generators = {row: gen for row, gen in enumerate(generators) if gen is not None}
+
     def draw(self, rows: Sequence[int], shape: Sequence[int], device: torch.device) -> Tensor | None:
         """(len(rows), *shape) noise; None (the model draws from the global generator, on the
         device, as LeRobot does) when no row is seeded."""

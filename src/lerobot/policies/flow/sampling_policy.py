@@ -9,6 +9,7 @@ a batch at all. Subclasses create `_queue` and `_noise` and say where noise live
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -26,6 +27,15 @@ class FlowSamplingPolicy(PreTrainedPolicy):
         """Forget the queued actions of `env_ids` (all rows when None); reseed their noise."""
         self._queue.reset(env_ids)
         self._noise.reset(env_ids, seeds)
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        """Each row's queued chunk and noise generator."""
+        return list(zip(self._queue.save(rows), self._noise.save(rows), strict=True))
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        states = [state if state is not None else (None, None) for state in states]
+        self._queue.restore([queued for queued, _ in states])
+        self._noise.restore([generator for _, generator in states])
 
     def actions_without_observation(self, n_rows: int) -> Tensor | None:
         """The queued actions while every row is inside its chunk (the rollout then builds no
