@@ -127,7 +127,9 @@ def run_ceiling(args: argparse.Namespace, case: str, batch: int, out: Path) -> d
 
 
 # --- (b) lerobot-eval ------------------------------------------------------------------------
-def run_ours(args: argparse.Namespace, case: str, batch: int, checkpoint: Path, out: Path) -> dict:
+def run_ours(
+    args: argparse.Namespace, case: str, batch: int, checkpoint: Path, out: Path, row_groups: int = 1
+) -> dict:
     checkpoint = checkpoint / ("state" if "state" in case else "pixels")
     policy = ["--policy.type=random"] if case.startswith("random") else [f"--policy.path={checkpoint}"]
     flags = [
@@ -140,6 +142,7 @@ def run_ours(args: argparse.Namespace, case: str, batch: int, checkpoint: Path, 
         f"--eval.chunks_in_workers={str(not case.endswith('per-step')).lower()}",
         f"--seed={args.seed}",
         f"--output_dir={out}",
+        f"--eval.row_groups={row_groups}",
         *args.eval_flag,
     ]
     result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
@@ -154,6 +157,30 @@ def rate(result: dict) -> float:
 
 def cpu_ms_per_step(result: dict) -> float:
     return 1000 * result["cpu_s"] / result["env_steps"]
+
+
+def report(case: str, batch: int, row_groups: int, ceiling: dict, mine: dict) -> dict:
+    """One row of the table, printed as it comes."""
+    row = {
+        "case": case,
+        "batch": batch,
+        "row_groups": row_groups,
+        "ceiling_steps_per_s": rate(ceiling),
+        "ours_steps_per_s": rate(mine),
+        "ratio": rate(mine) / rate(ceiling),
+        "ceiling_cpu_ms_per_step": cpu_ms_per_step(ceiling),
+        "ours_cpu_ms_per_step": cpu_ms_per_step(mine),
+        "ours_wall_s": mine["wall_s"],
+        "main_mb": mine["main_mb"],
+    }
+    groups = f" g{row_groups}" if row_groups > 1 else ""
+    print(
+        f"{case:>20} b{batch:<3}{groups:<4} ceiling {row['ceiling_steps_per_s']:8.1f}  ours "
+        f"{row['ours_steps_per_s']:8.1f} env-steps/s  ratio {row['ratio']:.2f}  CPU ms/step "
+        f"{row['ceiling_cpu_ms_per_step']:.2f} / {row['ours_cpu_ms_per_step']:.2f}",
+        flush=True,
+    )
+    return row
 
 
 def main() -> int:
@@ -178,6 +205,11 @@ def main() -> int:
         default=[],
         help="an extra lerobot-eval flag for our side, e.g. --eval-flag=--eval.envs_per_worker=1 (repeatable)",
     )
+    parser.add_argument(
+        "--row-groups",
+        default="1",
+        help="our side once per value of --eval.row_groups (comma-separated), against the same ceiling",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("--child-ceiling", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -189,6 +221,7 @@ def main() -> int:
     if unknown:
         parser.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)}")
     batches = [int(b) for b in args.batches.split(",")]
+    row_groups = [int(g) for g in args.row_groups.split(",")]
     print(
         f"machine: {os.cpu_count()} cores, MUJOCO_GL={os.environ.get('MUJOCO_GL', 'egl')}, device {args.device}"
     )
@@ -207,30 +240,16 @@ def main() -> int:
                 )
         for case in cases:
             for batch in batches:
-                ceilings, ours = [], []
+                ceilings, ours = [], {groups: [] for groups in row_groups}
                 for repeat in range(args.repeats):
                     tag = f"{case}-b{batch}-{repeat}"
                     ceilings.append(run_ceiling(args, case, batch, Path(tmp) / f"{tag}.ceiling.json"))
-                    ours.append(run_ours(args, case, batch, checkpoint, Path(tmp) / tag))
-                ceiling, mine = max(ceilings, key=rate), max(ours, key=rate)
-                row = {
-                    "case": case,
-                    "batch": batch,
-                    "ceiling_steps_per_s": rate(ceiling),
-                    "ours_steps_per_s": rate(mine),
-                    "ratio": rate(mine) / rate(ceiling),
-                    "ceiling_cpu_ms_per_step": cpu_ms_per_step(ceiling),
-                    "ours_cpu_ms_per_step": cpu_ms_per_step(mine),
-                    "ours_wall_s": mine["wall_s"],
-                    "main_mb": mine["main_mb"],
-                }
-                rows.append(row)
-                print(
-                    f"{case:>20} b{batch:<3} ceiling {row['ceiling_steps_per_s']:8.1f}  ours "
-                    f"{row['ours_steps_per_s']:8.1f} env-steps/s  ratio {row['ratio']:.2f}  CPU ms/step "
-                    f"{row['ceiling_cpu_ms_per_step']:.2f} / {row['ours_cpu_ms_per_step']:.2f}",
-                    flush=True,
-                )
+                    for groups in row_groups:
+                        out = Path(tmp) / f"{tag}-g{groups}"
+                        ours[groups].append(run_ours(args, case, batch, checkpoint, out, groups))
+                ceiling = max(ceilings, key=rate)
+                for groups, runs in ours.items():
+                    rows.append(report(case, batch, groups, ceiling, max(runs, key=rate)))
     if args.json:
         args.json.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2, default=str))
     return 0

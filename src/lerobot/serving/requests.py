@@ -21,10 +21,8 @@ from typing import Any
 import numpy as np
 
 from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.policies.websocket.obs_formats import MAX_ROWS, SESSION_KEY
 from lerobot.utils.logging_utils import one_line
-
-SESSION_KEY = "__lerobot__"
-MAX_ROWS = 4096
 
 
 class BadRequest(ValueError):  # noqa: N818  (reads as what it is: the client's fault)

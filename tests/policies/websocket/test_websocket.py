@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from lerobot.envs.factory import make_env_config, make_task_env
+from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.factory import make_policy
 from lerobot.policies.websocket import wire
@@ -23,7 +24,9 @@ from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
 from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
 from lerobot.serving.server import PolicyServer
 from lerobot.utils.errors import ConfigError, PolicyServerLostError, PolicyUnreachableError
+from tests.evaluation.test_chunks_in_workers import ActionRewardEnv
 from tests.evaluation.test_rollout import make_vec
+from tests.fakes import fake_spaces
 from tests.remote import ObservationPolicy, free_port, running_server
 
 
@@ -158,6 +161,36 @@ def test_two_clients_share_one_server_and_keep_their_own_rows():
         for thread in threads:
             thread.join(timeout=120)
     assert results == {"a": reference, "b": reference}
+
+
+def served_run(row_groups: int) -> tuple[list[tuple], set[int]]:
+    """9 episodes on 4 envs in workers whose rewards are the actions' sums, against a fresh
+    server: (outcomes, the row ids the server kept states under)."""
+    obs_space, act_space = fake_spaces()
+    env = LazyVectorEnv([ActionRewardEnv] * 4, obs_space, act_space, use_async=True)
+    with running_server(ObservationPolicy(2)) as server:
+        remote = client(server.port)
+        try:
+            settings = RolloutSettings(start_seed=3, row_groups=row_groups)
+            results = run_episodes(env, remote, range(9), settings)
+            served_rows = {key[1] for key in server.runner.states}  # before the client leaves
+        finally:
+            env.close()
+            remote.close()
+    return outcomes(results), served_rows
+
+
+@pytest.mark.slow
+def test_groups_taking_turns_keep_each_rows_state_on_the_server():
+    """`--eval.row_groups=2` with a served policy: two groups of workers take turns with one
+    client, each group's rows under ids of their own on the server, whose per-row state (the
+    running sums of what each row observed) must never mix: every action, so every reward,
+    as in lockstep."""
+    reference, lockstep_rows = served_run(1)
+    results, grouped_rows = served_run(2)
+    assert results == reference
+    assert lockstep_rows == {0, 1, 2, 3}
+    assert len(grouped_rows) == 4 and min(grouped_rows) >= 2048  # apart from any batch row's
 
 
 # -- failures -----------------------------------------------------------------------------

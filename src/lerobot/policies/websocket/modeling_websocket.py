@@ -22,7 +22,7 @@ from lerobot.policies.action_queue import batch_size
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
 from lerobot.policies.websocket.connection import ServerConnection
-from lerobot.policies.websocket.obs_formats import FORMATS, RowRequest
+from lerobot.policies.websocket.obs_formats import FORMATS, MAX_ROWS, RowRequest
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
 from lerobot.utils.logging_utils import one_line
 
@@ -50,6 +50,10 @@ class WebsocketPolicy(PreTrainedPolicy):
         self._plans: dict[int, deque[np.ndarray]] = {}
         self._resets: dict[int, int | None] = {}
         self._reset_every_row = False
+        self._server_rows: dict[int, int] = {}
+        """Batch row -> the row id the server keeps its state under, for rows brought back by
+        `restore_rows`; any other row i is row i there."""
+        self._next_server_row = 0
         metadata = self._connection(0).open()
         logger.info("policy server at %s: %s", config.uri, _describe_server(metadata))
         self._check_metadata(metadata)
@@ -73,6 +77,45 @@ class WebsocketPolicy(PreTrainedPolicy):
         for row, seed in zip(env_ids, seeds, strict=True):
             self._plans.pop(row, None)
             self._resets[row] = seed
+
+    def save_rows(self, rows: Sequence[int]) -> list[Any]:
+        """Each row's plan, its pending episode start, and the id the server knows it by (a
+        lerobot-serve-policy keeps the row's own state under that id, so nothing moves)."""
+        return [
+            (
+                list(self._plans.get(row, ())),
+                self._starts(row),
+                self._resets.get(row),
+                self._server_row(row),
+            )
+            for row in rows
+        ]
+
+    def restore_rows(self, states: Sequence[Any]) -> None:
+        """Rows as `save_rows` gave them; a None row is new and gets an id no other row of
+        this client uses now (the server forgets its old state at the episode start that a
+        new row always sends first)."""
+        self._plans, self._resets, self._server_rows = {}, {}, {}
+        self._reset_every_row = False
+        for row, state in enumerate(states):
+            if state is None:
+                self._server_rows[row] = self._new_server_row()
+                continue
+            plan, starts, seed, server_row = state
+            self._plans[row] = deque(plan)
+            if starts:
+                self._resets[row] = seed
+            self._server_rows[row] = server_row
+
+    def _server_row(self, row: int) -> int:
+        return self._server_rows.get(row, row)
+
+    def _new_server_row(self) -> int:
+        """Ids above any batch row, cycling within what the server accepts: a batch's rows
+        and those of the few groups beside it never meet an id still in use."""
+        server_row = MAX_ROWS // 2 + self._next_server_row
+        self._next_server_row = (self._next_server_row + 1) % (MAX_ROWS // 2)
+        return server_row
 
     def select_action(self, batch: dict[str, Any]) -> torch.Tensor:
         n_rows = batch_size(batch)
@@ -110,7 +153,9 @@ class WebsocketPolicy(PreTrainedPolicy):
     def _replan(self, batch: dict[str, Any], rows: list[int]) -> None:
         """New chunks for `rows`; rows the server failed raise, the others keep their chunks."""
         request = RowRequest(
-            tuple(rows), tuple((row, self._resets.get(row)) for row in rows if self._starts(row))
+            tuple(rows),
+            tuple((row, self._resets.get(row)) for row in rows if self._starts(row)),
+            tuple(self._server_row(row) for row in rows),
         )
         messages = self.format.messages(batch, request)
         channels = [0] if self.format.batched else rows

@@ -22,6 +22,8 @@ from lerobot.utils.errors import ConfigError
 
 SESSION_KEY = "__lerobot__"
 """The request entry lerobot-serve-policy reads rows and episode starts from."""
+MAX_ROWS = 4096
+"""Row ids a lerobot-serve-policy accepts: 0 to MAX_ROWS - 1."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,14 @@ class RowRequest:
     rows: tuple[int, ...]
     resets: tuple[tuple[int, int | None], ...] = ()
     """(row, seed) of every row whose episode starts with this request's observation."""
+    server_rows: tuple[int, ...] | None = None
+    """The id the server keeps each row's state under; None: the batch rows themselves."""
+
+    def ids(self) -> dict[int, int]:
+        """Batch row -> server row id."""
+        return dict(
+            zip(self.rows, self.server_rows if self.server_rows is not None else self.rows, strict=True)
+        )
 
 
 class LerobotFormat:
@@ -53,9 +63,10 @@ class LerobotFormat:
             if self.inputs is None or key in self.inputs or not key.startswith("observation.")
         }
         message: dict[str, Any] = {key: _rows_of(key, value, request.rows) for key, value in sent.items()}
+        ids = request.ids()
         message[SESSION_KEY] = {
-            "rows": list(request.rows),
-            "resets": [[row, seed] for row, seed in request.resets],
+            "rows": [ids[row] for row in request.rows],
+            "resets": [[ids[row], seed] for row, seed in request.resets],
         }
         return [message]
 
