@@ -11,7 +11,9 @@ Two cases, each run a fresh process, groupings alternating, the best of `--repea
 (b) `served`: the tests' ACT (LeRobot 0.6.1's save; 96x96 image + 4-d state) served by
     `lerobot-serve-policy` in its own process, on this machine's CPU, and `lerobot-eval
     --policy.type=websocket` against it: the server computes one group's actions while the
-    other group's envs step.
+    other group's envs step. The server hands each row the rest of its chunk with its action;
+    `served-per-step` asks for one action per request instead (`--policy.replan_steps=1`, as
+    every client did before), one request and one render per step.
 
     python benchmarks/row_groups.py --groups 1,2,4 --batch 4
 """
@@ -122,8 +124,9 @@ def served_act(tmp: Path):
         server.wait(timeout=30)
 
 
-def run_served(args: argparse.Namespace, port: int, groups: int, out: Path) -> dict:
+def run_served(args: argparse.Namespace, port: int, groups: int, out: Path, per_step: bool) -> dict:
     flags = [
+        *(["--policy.replan_steps=1"] if per_step else []),
         "--policy.type=websocket",
         f"--policy.port={port}",
         "--env.type=metaworld",
@@ -165,20 +168,23 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases.split(","):
             runs: dict[int, list[dict]] = {g: [] for g in groupings}
-            with served_act(Path(tmp)) if case == "served" else contextlib.nullcontext() as port:
+            served = case.startswith("served")
+            with served_act(Path(tmp)) if served else contextlib.nullcontext() as port:
                 for repeat in range(args.repeats):
                     for groups in groupings:
                         if case == "sleepy":
                             runs[groups].append(run_sleepy(args, groups))
                         else:
-                            out = Path(tmp) / f"served-g{groups}-{repeat}"
-                            runs[groups].append(run_served(args, port, groups, out))
+                            out = Path(tmp) / f"{case}-g{groups}-{repeat}"
+                            runs[groups].append(
+                                run_served(args, port, groups, out, case == "served-per-step")
+                            )
             lockstep = max(rate(r) for r in runs[groupings[0]])
             for groups, results in runs.items():
                 best = max(rate(r) for r in results)
                 rows.append({"case": case, "batch": args.batch, "row_groups": groups, "steps_per_s": best})
                 print(
-                    f"{case:>7} batch {args.batch} row_groups {groups}: {best:8.1f} env-steps/s "
+                    f"{case:>15} batch {args.batch} row_groups {groups}: {best:8.1f} env-steps/s "
                     f"({best / lockstep:.2f}x of row_groups {groupings[0]})",
                     flush=True,
                 )

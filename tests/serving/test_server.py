@@ -70,6 +70,34 @@ def test_openpi_client_gets_the_actions_a_local_evaluation_computes(act, act_ser
         assert reply["server_timing"]["batch_rows"] == 1
 
 
+def ask(ws, step: int, **session) -> np.ndarray | list[np.ndarray]:
+    """One batched request of row 0 (the observation of `step`); the reply's actions."""
+    observation = {key: value[None] for key, value in act_observation(step).items()}
+    ws.send(wire.pack({**observation, "__lerobot__": {"rows": [0], "resets": [], **session}}))
+    return wire.unpack(ws.recv(timeout=30))["actions"]
+
+
+def test_a_row_can_be_handed_the_rest_of_its_chunk_with_its_action(act_server):
+    """ACT's n_action_steps is 5. One action per request (openpi's way, and the default), a
+    bound of 3, and no bound: the same 7 actions, from 7, 3 and 2 requests; the server counts
+    what it handed out as taken."""
+    url = f"ws://127.0.0.1:{act_server.port}"
+    taken = {}
+    for name, max_actions in (("one", 1), ("three", 3), ("all", None)):
+        actions = []
+        with connect(url, compression=None, max_size=None) as ws:
+            ws.recv()  # metadata
+            for step in range(20):
+                reply = ask(ws, len(actions), resets=[[0, 0]] if step == 0 else [], max_actions=max_actions)
+                actions.extend(np.concatenate(reply) if isinstance(reply, list) else reply[:, 0])
+                if len(actions) >= 7:
+                    taken[name] = (np.stack(actions[:7]), step + 1)
+                    break
+    np.testing.assert_array_equal(taken["three"][0], taken["one"][0])
+    np.testing.assert_array_equal(taken["all"][0], taken["one"][0])
+    assert [taken[name][1] for name in ("one", "three", "all")] == [7, 3, 2]  # 3+2+3, 5+5
+
+
 def test_health_check_answers_200():
     with running_server(ObservationPolicy(2), api_key="k") as server:  # no key needed for it
         response = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz", timeout=10)
@@ -153,6 +181,10 @@ BAD_REQUESTS = {
         "the policy reads (4,)",
     ),
     "bad rows": (wire.pack({**GOOD, "__lerobot__": {"rows": [0, 0]}}), "distinct row ids"),
+    "no actions asked": (
+        wire.pack({**GOOD, "__lerobot__": {"rows": [0], "resets": [], "max_actions": 0}}),
+        "max_actions must be a positive integer or nil, not 0",
+    ),
     "rows vs arrays": (
         wire.pack({**GOOD, "__lerobot__": {"rows": [0, 1]}}),
         "does not start with the 2 requested",

@@ -7,6 +7,10 @@ Two shapes of message are accepted, both msgpack maps of observation arrays and 
 - batched, as `--policy.type=websocket` sends it: a `__lerobot__` map with `rows` (the
   client's row ids, one per leading-axis entry of every array and list) and `resets` (pairs
   `[row, seed]`: episodes that start with this observation); `actions` (rows, 1, action_dim).
+  With `max_actions` (a positive integer, or nil for no bound) in that map, `actions` is one
+  (steps, action_dim) array per row instead: the row's action and those after it that the
+  policy would take without reading an observation (the rest of its chunk), at most
+  `max_actions` in all. The server counts them as taken.
 
 uint8 arrays of shape (..., H, W, 3) are camera images; the policy gets them as float
 (..., 3, H, W) in [0, 1], exactly as in a local evaluation. Other floats become float32.
@@ -43,6 +47,10 @@ class InferenceRequest:
     resets: Mapping[int, int | None] = field(default_factory=dict)
     """Row -> seed of the episode that starts at it."""
     batched: bool = True
+    max_actions: int | None = 1
+    """Actions per row the reply may hold: 1 (openpi's clients; ours before they asked for
+    more), at most that many, or None: each row's action and the rest of its queued chunk,
+    the actions the policy would take without reading another observation."""
 
     @property
     def signature(self) -> tuple:
@@ -61,6 +69,7 @@ def parse_request(message: Any, session: int) -> InferenceRequest:
     batched = meta is not None and "rows" in meta
     rows = _rows(meta["rows"]) if batched else (0,)
     resets = _resets((meta or {}).get("resets", []), rows)
+    max_actions = _max_actions(meta["max_actions"]) if batched and "max_actions" in meta else 1
     arrays, texts = {}, {}
     for key, value in message.items():
         if _is_text(value, batched):
@@ -72,7 +81,15 @@ def parse_request(message: Any, session: int) -> InferenceRequest:
     for key, values in texts.items():
         if len(values) != len(rows):
             raise BadRequest(f"{key!r}: {len(values)} strings for {len(rows)} rows")
-    return InferenceRequest(session, rows, arrays, texts, resets, batched)
+    return InferenceRequest(session, rows, arrays, texts, resets, batched, max_actions)
+
+
+def _max_actions(value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise BadRequest(
+        f"{SESSION_KEY}.max_actions must be a positive integer or nil, not {one_line(repr(value), 40)}"
+    )
 
 
 def _rows(value: Any) -> tuple[int, ...]:

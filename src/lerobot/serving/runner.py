@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.policies.pretrained import MAX_QUEUED_STEPS, PreTrainedPolicy
 from lerobot.processor.observation import images_to_tensor
 from lerobot.serving.requests import InferenceRequest
 from lerobot.utils.device_utils import policy_device
@@ -38,6 +38,9 @@ class Outcome:
 
     actions: np.ndarray | None = None
     error: str | None = None
+    chunks: list[np.ndarray] | None = None
+    """With `max_actions` other than 1: each row's (steps, action_dim) actions, its first one
+    (`actions[row]`) and those queued after it that the row was given too."""
 
 
 class PolicyRunner:
@@ -54,6 +57,8 @@ class PolicyRunner:
         self.device = policy_device(policy)
         self.use_amp = use_amp
         self.states: dict[RowKey, Any] = {}
+        self.action_shape: tuple[int, ...] = ()
+        """The shape of one action, as the last call returned them."""
 
     def run(self, requests: Sequence[InferenceRequest]) -> list[Outcome]:
         """One policy call for all `requests`; if it fails, one call per request."""
@@ -83,9 +88,41 @@ class PolicyRunner:
         if starts:
             self.policy.reset(env_ids=list(starts), seeds=list(starts.values()))
         actions = self._select(stack_batch(requests, self.device))
-        self.states.update(zip(keys, self.policy.save_rows(range(len(keys))), strict=True))
+        reading = set(self.policy.rows_reading_images(len(keys)))
+        limits = [request.max_actions for request in requests for _ in request.rows]
+        extra = [0 if i in reading else _extra_actions(limit) for i, limit in enumerate(limits)]
+        states = self.policy.save_rows(range(len(keys)))
+        queued = self._take_queued(states, extra)
+        self.states.update(zip(keys, states, strict=True))
         bounds = np.cumsum([0] + [len(request.rows) for request in requests])
-        return [Outcome(actions[start:stop]) for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+        outcomes = []
+        for request, start, stop in zip(requests, bounds[:-1], bounds[1:], strict=True):
+            chunks = None
+            if request.max_actions != 1:
+                chunks = [np.concatenate([actions[i : i + 1], queued[i]]) for i in range(start, stop)]
+            outcomes.append(Outcome(actions[start:stop], chunks=chunks))
+        return outcomes
+
+    def _take_queued(self, states: list[Any], extra: Sequence[int]) -> list[np.ndarray]:
+        """For each row, up to `extra[row]` more actions that it takes without reading another
+        observation, as its next calls would take them (a queued chunk's rest). `states` are
+        updated: the actions given are taken."""
+        taken: list[np.ndarray] = [np.empty((0, *self.action_shape), np.float32) for _ in states]
+        for row, wanted in enumerate(extra):
+            if wanted == 0:
+                continue
+            self.policy.restore_rows([states[row]])
+            popped = []
+            with torch.inference_mode():
+                while len(popped) < wanted:
+                    action = self.policy.actions_without_observation(1)
+                    if action is None:
+                        break
+                    popped.append(action)
+            [states[row]] = self.policy.save_rows([0])
+            if popped:
+                taken[row] = self._postprocess(torch.cat(popped))
+        return taken
 
     def _select(self, batch: dict[str, Any]) -> np.ndarray:
         with torch.inference_mode():
@@ -94,9 +131,23 @@ class PolicyRunner:
             amp = torch.autocast(self.device.type) if self.use_amp else nullcontext()
             with amp:
                 actions = self.policy.select_action(batch)
+        return self._postprocess(actions)
+
+    def _postprocess(self, actions: torch.Tensor) -> np.ndarray:
+        """Policy outputs (rows, action_dim) -> the env's actions on the host, float32."""
+        with torch.inference_mode():
+            amp = torch.autocast(self.device.type) if self.use_amp else nullcontext()
+            with amp:
                 if self.postprocessor is not None:
                     actions = self.postprocessor(actions)
-        return actions.to("cpu", torch.float32).numpy()
+        host = actions.to("cpu", torch.float32).numpy()
+        self.action_shape = host.shape[1:]
+        return host
+
+
+def _extra_actions(max_actions: int | None) -> int:
+    """How many actions after its first a row may be given (None: its whole queued chunk)."""
+    return MAX_QUEUED_STEPS if max_actions is None else max_actions - 1
 
 
 def stack_batch(requests: Sequence[InferenceRequest], device: torch.device) -> dict[str, Any]:

@@ -220,6 +220,8 @@ class PolicyServer:
         outcome, timing = await self.batcher.submit(request)
         if outcome.error is not None:
             return outcome.error
+        if outcome.chunks is not None:  # the client takes several actions per row: one array each
+            return {"actions": outcome.chunks, "server_timing": timing.to_dict()}
         actions = outcome.actions[:, None] if request.batched else outcome.actions
         return {"actions": actions, "server_timing": timing.to_dict()}
 

@@ -47,11 +47,21 @@ def test_float_images_turn_back_into_the_exact_pixels():
 
 def test_lerobot_layout_is_the_batch_with_uint8_images_and_the_row_bookkeeping():
     batch, observation = libero_batch(3)
-    [message] = LerobotFormat().messages(batch, RowRequest((0, 2), resets=((2, 1007),)))
+    request = RowRequest((0, 2), resets=((2, 1007),), server_rows=(2048, 2049), max_actions=None)
+    [message] = LerobotFormat().messages(batch, request)
     np.testing.assert_array_equal(message["observation.images.image"], observation["pixels"]["image"][[0, 2]])
     np.testing.assert_array_equal(message["observation.state"], observation["agent_pos"][[0, 2]])
     assert message["task"] == ["task 0", "task 2"]
-    assert message[SESSION_KEY] == {"rows": [0, 2], "resets": [[2, 1007]]}
+    # Rows 0 and 2 of this batch are rows 2048 and 2049 on the server; no bound on actions.
+    assert message[SESSION_KEY] == {"rows": [2048, 2049], "resets": [[2049, 1007]], "max_actions": None}
+
+
+def test_lerobot_layout_reads_one_array_per_row_of_a_server_handing_out_queued_actions():
+    request = RowRequest((0, 1), max_actions=None)
+    reply = {"actions": [np.ones((3, 7), np.float32), np.ones((1, 7), np.float32)]}
+    assert [c.shape for c in LerobotFormat().chunks([reply], request)] == [(3, 7), (1, 7)]
+    with pytest.raises(ValueError, match=r"expected 2 \(steps, action_dim\) arrays, got \(3, 7\)"):
+        LerobotFormat().chunks([{"actions": reply["actions"][:1]}], request)
 
 
 def test_lerobot_layout_reads_one_action_or_a_chunk_per_row():

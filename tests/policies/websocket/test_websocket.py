@@ -355,6 +355,52 @@ def test_served_act_checkpoint_equals_local_on_real_metaworld(checkpoints):
     assert_same_actions(sent, reference_sent)
 
 
+def counting_calls(policy):
+    """The policy, with `policy.calls`: how many times its `select_action` ran."""
+    policy.calls = 0
+    select = policy.select_action
+
+    def counted(batch):
+        policy.calls += 1
+        return select(batch)
+
+    policy.select_action = counted
+    return policy
+
+
+@pytest.mark.slow
+def test_a_served_chunking_policy_is_asked_once_per_chunk_and_its_chunks_go_to_the_workers(checkpoints):
+    """ACT (n_action_steps 5) served, 12-step episodes in 2 worker processes: the server hands
+    each row the rest of its chunk with its action, so it computes as often as a local ACT
+    does, the envs render only the observations a chunk reads, and every episode is the local
+    one."""
+    from tests.evaluation.test_blind_steps import run_watched
+    from tests.policies.checkpoints import load
+
+    flags = ("--env.episode_length=12",)
+    local = load(checkpoints["act"], *flags)
+    task = local.cfg.env.tasks()[0]
+    settings = RolloutSettings(
+        start_seed=11, preprocessor=local.preprocessor, postprocessor=local.postprocessor
+    )
+    counting_calls(local.policy)
+    env = make_task_env(local.cfg.env, task, 2, use_async_envs=True)
+    reference, _, reference_blind = run_watched(env, local.policy, range(3), settings)
+    served = load(checkpoints["act"], *flags)
+    counting_calls(served.policy)
+    with running_server(
+        served.policy, preprocessor=served.preprocessor, postprocessor=served.postprocessor
+    ) as server:
+        remote = make_policy(WebsocketConfig(port=server.port), env_cfg=local.cfg.env)
+        env = make_task_env(local.cfg.env, task, 2, use_async_envs=True)
+        results, rounds, blind = run_watched(env, remote, range(3), RolloutSettings(start_seed=11))
+        remote.close()
+    assert results == reference
+    assert served.policy.calls == local.policy.calls == 6  # 3 chunks per episode, 2 episodes at a time
+    assert any(np.ndim(action) == 2 for _, actions in rounds for action in actions)  # chunks sent whole
+    assert sum(blind) == sum(reference_blind) > len(blind) // 2  # most steps render nothing
+
+
 @pytest.fixture(scope="module")
 def libero():
     """One small LIBERO env for the module's tests: 64x64 cameras, 6 steps per episode."""

@@ -40,8 +40,9 @@ class WebsocketConfig(PreTrainedConfig):
     camera resized with padding, channels first; `state` 14-d; no prompt)."""
     replan_steps: int | None = None
     """Actions executed from each returned chunk before asking again; unset, the layout's
-    client's own: 5 (openpi's LIBERO client, and `lerobot`), 10 (openpi's ALOHA sim client).
-    lerobot-serve-policy answers one action per step and keeps chunking itself."""
+    client's own: 5 (openpi's LIBERO client), 10 (openpi's ALOHA sim client). A
+    lerobot-serve-policy keeps chunking itself and hands each row its action and the rest of
+    its queued chunk (at most this many actions when set), counted as taken."""
     resize_size: int = 224
     """Image side the openpi layouts resize (with padding) to; openpi's models read 224."""
     connect_timeout_s: float = 10.0

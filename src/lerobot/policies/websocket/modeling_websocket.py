@@ -3,6 +3,9 @@
 Row i of the batch is env slot i, as for every policy. Each row keeps the actions left of the
 last chunk the server returned for it (at most `replan_steps` of them) and asks for a new chunk
 when they run out, so rows whose episodes started at different steps replan at their own pace.
+A lerobot-serve-policy hands each row its action and the rest of its queued chunk (what its
+policy takes without a new observation): the rows then send an observation once per chunk,
+and their chunks travel to the env workers whole, as with a local policy.
 An episode start (`reset`) empties the row and is told to servers that keep per-row state
 (lerobot-serve-policy), with the episode's seed, in the next request.
 """
@@ -156,6 +159,7 @@ class WebsocketPolicy(PreTrainedPolicy):
             tuple(rows),
             tuple((row, self._resets.get(row)) for row in rows if self._starts(row)),
             tuple(self._server_row(row) for row in rows),
+            max_actions=self.config.replan_steps,  # unset: the rest of each row's chunk
         )
         messages = self.format.messages(batch, request)
         channels = [0] if self.format.batched else rows
@@ -196,9 +200,11 @@ class WebsocketPolicy(PreTrainedPolicy):
         except ValueError as exc:
             failures[channel] = PolicyError(f"policy server reply: {exc}")
             return
+        # One array per row: the server bounded them by max_actions and counts them as taken.
+        counted = isinstance(replies[channel].get("actions"), list)
         for row, chunk in zip(rows, chunks, strict=True):
             self._check_chunk(chunk)
-            self._plans[row] = deque(chunk[: self.replan_steps])
+            self._plans[row] = deque(chunk if counted else chunk[: self.replan_steps])
             self._resets.pop(row, None)
 
     def _raise_failures(self, rows: list[int], failures: dict[int, Exception]) -> None:

@@ -35,6 +35,8 @@ class RowRequest:
     """(row, seed) of every row whose episode starts with this request's observation."""
     server_rows: tuple[int, ...] | None = None
     """The id the server keeps each row's state under; None: the batch rows themselves."""
+    max_actions: int | None = 1
+    """Actions per row the reply may hold (None: the rest of each row's chunk)."""
 
     def ids(self) -> dict[int, int]:
         """Batch row -> server row id."""
@@ -48,7 +50,9 @@ class LerobotFormat:
 
     batched: ClassVar[bool] = True
     replan_steps: ClassVar[int] = 5
-    """Actions taken from each chunk when --policy.replan_steps is not given."""
+    """Actions taken from each (rows, horizon, action_dim) reply when --policy.replan_steps is
+    not given. A reply of one array per row (a lerobot-serve-policy handing out the actions
+    its policy takes without a new observation, counted as taken) is taken whole."""
 
     def __init__(self, resize_size: int = 0):
         del resize_size  # the server's policy reads the env's own image size
@@ -67,12 +71,20 @@ class LerobotFormat:
         message[SESSION_KEY] = {
             "rows": [ids[row] for row in request.rows],
             "resets": [[ids[row], seed] for row, seed in request.resets],
+            "max_actions": request.max_actions,
         }
         return [message]
 
     def chunks(self, replies: Sequence[Mapping[str, Any]], request: RowRequest) -> list[np.ndarray]:
-        """One (horizon, action_dim) chunk per requested row."""
-        actions = np.asarray(replies[0]["actions"], dtype=np.float32)
+        """One (horizon, action_dim) chunk per requested row: a list of them from a server that
+        hands out queued actions, else one (rows, horizon, action_dim) array."""
+        actions = replies[0]["actions"]
+        if isinstance(actions, list) and actions and all(isinstance(a, np.ndarray) for a in actions):
+            if len(actions) != len(request.rows) or any(a.ndim != 2 for a in actions):
+                shapes = ", ".join(str(getattr(a, "shape", "?")) for a in actions[:4])
+                raise ValueError(f"expected {len(request.rows)} (steps, action_dim) arrays, got {shapes}")
+            return [a.astype(np.float32, copy=False) for a in actions]
+        actions = np.asarray(actions, dtype=np.float32)
         if actions.ndim == 2:  # one action per row
             actions = actions[:, None]
         if actions.ndim != 3 or actions.shape[0] != len(request.rows):
