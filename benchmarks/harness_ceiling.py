@@ -146,9 +146,7 @@ def run_ours(
         *args.eval_flag,
     ]
     result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
-    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line]
-    result["env_steps"] = sum(e["n_steps"] for e in episodes)
-    return result
+    return {**result, "env_steps": throughput_act.episode_steps(out)}
 
 
 def rate(result: dict) -> float:

@@ -23,17 +23,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import throughput_act  # benchmarks/, next to this script
+import server_soak  # benchmarks/, next to this script
+import throughput_act
 
 REPO = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 
 SLEEPY_CHILD = """
 import json, sys, time
@@ -87,41 +85,14 @@ def run_sleepy(args: argparse.Namespace, groups: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def served_act(tmp: Path):
     """lerobot-serve-policy with the tests' ACT on this machine's CPU; yields its port."""
-    sys.path.insert(0, str(REPO))
     from tests.policies.checkpoints import materialize
 
-    checkpoint = materialize("act", tmp / "act")
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            str(BIN / "lerobot-serve-policy"),
-            f"--policy.path={checkpoint}",
-            "--policy.device=cpu",
-            f"--port={port}",
-            "--log_level=WARNING",
-        ]
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-            if time.monotonic() > deadline:
-                raise SystemExit("the server did not start")
-            time.sleep(0.5)
+    port = server_soak.free_port()
+    with server_soak.serving(materialize("act", tmp / "act"), port):
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def run_served(args: argparse.Namespace, port: int, groups: int, out: Path, per_step: bool) -> dict:
@@ -141,9 +112,7 @@ def run_served(args: argparse.Namespace, port: int, groups: int, out: Path, per_
         f"--output_dir={out}",
     ]
     result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
-    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line]
-    result["env_steps"] = sum(e["n_steps"] for e in episodes)
-    return result
+    return {**result, "env_steps": throughput_act.episode_steps(out)}
 
 
 def rate(result: dict) -> float:

@@ -157,30 +157,41 @@ def reset_peak(pid: int) -> None:
     Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
+@contextlib.contextmanager
+def serving(checkpoint: Path, port: int, log_level: str = "WARNING"):
+    """`lerobot-serve-policy` of `checkpoint` on this machine's CPU, in its own process, once
+    it accepts connections; stopped at the end."""
+    server = subprocess.Popen(
+        [
+            str(BIN / "lerobot-serve-policy"),
+            f"--policy.path={checkpoint}",
+            "--policy.device=cpu",
+            f"--port={port}",
+            f"--log_level={log_level}",
+        ],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("the server did not start")
+            time.sleep(0.5)
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def main() -> int:
     from tests.policies.checkpoints import materialize
 
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = materialize("act", Path(tmp) / "act")
-        server = subprocess.Popen(
-            [
-                str(BIN / "lerobot-serve-policy"),
-                f"--policy.path={checkpoint}",
-                "--policy.device=cpu",
-                f"--port={port}",
-                "--log_level=ERROR",
-            ],
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not start")
-                time.sleep(0.5)
+        with serving(checkpoint, port, "ERROR") as server:
             healthy = HealthyClient(port)
             healthy.start()
             time.sleep(3.0)
@@ -213,9 +224,6 @@ def main() -> int:
                 )
             healthy.stop.set()
             healthy.join(timeout=5)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
     return 0
 
 

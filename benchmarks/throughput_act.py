@@ -332,6 +332,12 @@ def run_cli(
     }
 
 
+def episode_steps(out: Path) -> int:
+    """The env steps of a lerobot-eval run, from its episodes.jsonl."""
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    return sum(json.loads(line)["n_steps"] for line in lines if line)
+
+
 def run_case(case: str, args: argparse.Namespace, checkpoint: Path, out: Path) -> dict:
     env_steps = args.episodes * args.episode_length
     if case in ("raw", "raw-blind"):
