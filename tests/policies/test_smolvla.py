@@ -318,3 +318,31 @@ def test_rows_kept_aside_continue_as_in_one_batch(smolvla_dirs):
             [states[row]] = apart.policy.save_rows([0])
     for row in (0, 1):
         torch.testing.assert_close(torch.stack(alone[row]), torch.stack(both)[:, row], **EXACT)
+
+
+@pytest.mark.slow
+def test_served_smolvla_acts_as_local_and_is_asked_once_per_chunk(smolvla_dirs):
+    """lerobot-serve-policy runs SmolVLA (its rows kept aside between requests): through
+    `--policy.type=websocket`, the same actions as the local policy, with one request per
+    chunk (n_action_steps 5 over the recording's steps)."""
+    from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
+    from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
+    from tests.remote import running_server
+
+    recorded, meta = expected("smolvla")
+    local, served = load(smolvla_dirs["smolvla"]), load(smolvla_dirs["smolvla"])
+    steps = range(meta["n_steps"])
+    local.policy.reset(env_ids=[0, 1], seeds=[3, 4])
+    expected_actions = [
+        local.post(local.policy.select_action(local.pre(raw_step(recorded, meta, i)))) for i in steps
+    ]
+    calls = []
+    select = served.policy.select_action
+    served.policy.select_action = lambda batch: calls.append(1) or select(batch)
+    with running_server(served.policy, preprocessor=served.pre, postprocessor=served.post) as server:
+        client = WebsocketPolicy(WebsocketConfig(port=server.port))
+        client.reset(env_ids=[0, 1], seeds=[3, 4])
+        actions = [client.select_action(raw_step(recorded, meta, i)) for i in steps]
+        client.close()
+    torch.testing.assert_close(torch.stack(actions), torch.stack(expected_actions), **EXACT)
+    assert len(calls) == -(-meta["n_steps"] // served.cfg.n_action_steps)
