@@ -17,6 +17,7 @@ import pytest
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.factory import make_task_env
 from lerobot.envs.vector import LazyVectorEnv
+from lerobot.evaluation.run import rollout
 from lerobot.evaluation.run.rollout import RolloutSettings, _slot_groups, run_episodes
 from tests.evaluation.test_chunks_in_workers import ActionRewardEnv, QueueingPolicy
 from tests.fakes import fake_spaces
@@ -69,10 +70,13 @@ def test_groups_are_whole_workers_balanced_and_no_more_than_asked():
     assert _slot_groups(workers_env(3), policy, 1) == [[0, 1, 2]]
 
 
-def test_a_policy_that_cannot_keep_rows_aside_runs_in_lockstep(caplog):
+def test_a_policy_that_cannot_keep_rows_aside_runs_in_lockstep_and_says_so_once(caplog, monkeypatch):
+    monkeypatch.setattr(rollout, "_TOLD_ONE_GROUP", set())
     with caplog.at_level(logging.INFO):
         assert _slot_groups(workers_env(3), QueueingPolicy(), 2) == [[0, 1, 2]]
-    assert "--eval.row_groups=2: policy 'queueing' cannot keep rows aside; one group" in caplog.text
+        assert _slot_groups(workers_env(3), QueueingPolicy(), 2) == [[0, 1, 2]]  # the next task
+    told = "--eval.row_groups=2: policy 'queueing' cannot keep rows aside; one group"
+    assert caplog.text.count(told) == 1
 
 
 @pytest.mark.slow

@@ -243,6 +243,9 @@ class _Work:
     results: list[EpisodeResult] = field(default_factory=list)
 
 
+_TOLD_ONE_GROUP: set[str] = set()
+
+
 def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int) -> list[list[int]]:
     """The slots of each group that takes turns (one group: all of them, in lockstep).
 
@@ -254,7 +257,11 @@ def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int) -> list[list[int]
     if wanted < 2 or not isinstance(env, LazyVectorEnv) or not env.use_async:
         return [list(range(env.num_envs))]  # nothing steps while this process computes
     if not can_move_rows(policy):
-        logger.info("--eval.row_groups=%d: policy %r cannot keep rows aside; one group", wanted, policy.name)
+        if policy.name not in _TOLD_ONE_GROUP:  # once per run, not once per task
+            _TOLD_ONE_GROUP.add(policy.name)
+            logger.info(
+                "--eval.row_groups=%d: policy %r cannot keep rows aside; one group", wanted, policy.name
+            )
         return [list(range(env.num_envs))]
     units = env.slot_groups()
     groups: list[list[int]] = [[] for _ in range(min(wanted, len(units)))]
