@@ -39,7 +39,7 @@ nproc
 "$python" -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda, torch.cuda.get_device_name())"
 
 # GPU_CHECK_STEPS="render smolvla" runs only those steps (a rerun); default: all of them.
-only="${GPU_CHECK_STEPS:-render ceiling groups layout act smolvla pi random compile}"
+only="${GPU_CHECK_STEPS:-render ceiling vla groups layout act smolvla pi random compile}"
 step() { # step ID NAME SECONDS COMMAND...
     local id="$1" name="$2" limit="$3"
     shift 3
@@ -74,6 +74,10 @@ step ceiling "issue 29: ACT (chunks in workers) and random-state against the mac
     "$python" benchmarks/harness_ceiling.py --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 8,32,64 --cases act-pixels,act-pixels-per-step,random-state \
     --json "$out/ceiling.json"
+step vla "issue 29: full-size SmolVLA (random weights, bf16 autocast) at batch 32 on Meta-World against min(policy bound, ceiling)" 300 \
+    "$python" benchmarks/harness_ceiling.py --device cuda --image-size 480 --episodes 32 \
+    --episode-length 100 --n-action-steps 10 --batches 32 --cases smolvla-pixels --row-groups 1,2 \
+    --json "$out/vla.json"
 step groups "issue 29: ACT on CUDA with the batch in 1, 2 and 4 groups taking turns (--eval.row_groups)" 180 \
     "$python" benchmarks/harness_ceiling.py --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 32,64 --cases act-pixels --row-groups 1,2,4 \

@@ -3,7 +3,7 @@
 For each case and batch size N this runs, each in a fresh process:
   (a) the ceiling: N processes, each building the same Meta-World env and stepping its share
       of the episodes with a zero action, rendering only the observations the policy reads
-      (every step for `random-*`, one in `--n-action-steps` for `act-*`), no harness, no
+      (every step for `random-*`, one in `--n-action-steps` for `act-*` and `smolvla-*`), no harness, no
       policy: what the machine simulates;
   (b) `lerobot-eval` on the same episodes and seeds, batch N in async workers (N=1: in-process),
       no videos, with its process tree's CPU time.
@@ -15,7 +15,12 @@ Cases: `random-state` (random policy, `--env.obs_type=state`: the per-step path,
 `random-pixels` (random policy, every observation rendered), `act-pixels` (a random ACT saved in
 LeRobot's format, chunk 10 / n_action_steps 10, one image + 4-d state: chunks travel to the
 workers whole), `act-state` (the same ACT on the 39-d state, no camera: the harness's own
-cost per step shows) and `*-per-step` (the same with `--eval.chunks_in_workers=false`).
+cost per step shows), `*-per-step` (the same with `--eval.chunks_in_workers=false`) and
+`smolvla-pixels` (a random SmolVLA saved in LeRobot's format, full size unless `--tiny-vla`,
+reading the image and 4-d state, n_action_steps `--n-action-steps`, bf16 autocast on a GPU; its
+ratio is against min(the ceiling, the policy's own bound: rows x n_action_steps per
+`predict_action_chunk` time at that batch)). `--row-groups 1,2` runs our side once per value
+of `--eval.row_groups`, against the same ceiling.
 
     python benchmarks/harness_ceiling.py --batches 1,2,4,8 --cases random-state,act-pixels
     python benchmarks/harness_ceiling.py --device cuda --image-size 480 --batches 1,8,32,64  # GPU box
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import os
 import resource
@@ -43,6 +49,7 @@ CASES = (
     "act-state-per-step",
     "act-pixels",
     "act-pixels-per-step",
+    "smolvla-pixels",
 )
 FULL_STATE_DIM = 39
 
@@ -64,7 +71,7 @@ def env_flags(args: argparse.Namespace, case: str) -> list[str]:
 
 def reads_every(args: argparse.Namespace, case: str) -> int:
     """One observation in how many steps the policy reads (renders)."""
-    return args.n_action_steps if case.startswith("act") else 1
+    return args.n_action_steps if case.startswith(("act", "smolvla")) else 1
 
 
 # --- (a) the ceiling (a child process: `--child-ceiling`) ----------------------------------
@@ -130,8 +137,13 @@ def run_ceiling(args: argparse.Namespace, case: str, batch: int, out: Path) -> d
 def run_ours(
     args: argparse.Namespace, case: str, batch: int, checkpoint: Path, out: Path, row_groups: int = 1
 ) -> dict:
-    checkpoint = checkpoint / ("state" if "state" in case else "pixels")
+    if case.startswith("smolvla"):
+        checkpoint = checkpoint / "smolvla" / "checkpoint"
+    else:
+        checkpoint = checkpoint / ("state" if "state" in case else "pixels")
     policy = ["--policy.type=random"] if case.startswith("random") else [f"--policy.path={checkpoint}"]
+    if case.startswith("smolvla") and args.device != "cpu":
+        policy.append("--policy.use_amp=true")  # bf16 autocast, as a VLA is evaluated on a GPU
     flags = [
         *env_flags(args, case),
         *policy,
@@ -157,25 +169,77 @@ def cpu_ms_per_step(result: dict) -> float:
     return 1000 * result["cpu_s"] / result["env_steps"]
 
 
-def report(case: str, batch: int, row_groups: int, ceiling: dict, mine: dict) -> dict:
-    """One row of the table, printed as it comes."""
+POLICY_BOUND_CHILD = """
+import json, sys, time
+import torch
+from lerobot.configs.policies import PreTrainedConfig
+from lerobot.policies.factory import make_policy, make_pre_post_processors
+
+path, device, batch, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+cfg = PreTrainedConfig.from_pretrained(path)
+cfg.pretrained_path, cfg.device = path, device
+policy = make_policy(cfg).eval()
+pre, _ = make_pre_post_processors(cfg, pretrained_path=path)
+side = cfg.input_features["observation.image"].shape[-1]
+raw = {
+    "observation.image": torch.rand(batch, 3, side, side),
+    "observation.state": torch.randn(batch, 4),
+    "task": ["Push the puck to a goal"] * batch,
+}
+inputs = pre(raw)
+amp = torch.autocast(device, dtype=torch.bfloat16) if device != "cpu" else torch.autocast("cpu", enabled=False)
+times = []
+with torch.inference_mode(), amp:
+    for _ in range(repeats + 1):  # the first call warms up kernels and allocators
+        if device != "cpu":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        policy.predict_action_chunk(inputs)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - started)
+print(json.dumps({"chunk_s": sorted(times[1:])[len(times[1:]) // 2]}))
+"""
+
+
+def policy_bound(args: argparse.Namespace, checkpoint: Path, batch: int) -> float:
+    """Env-steps/s the policy alone allows at this batch: `batch` rows x n_action_steps per
+    chunk time (median of `predict_action_chunk` on the checkpoint's own preprocessed inputs,
+    bf16 autocast on a GPU), in a child process of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", POLICY_BOUND_CHILD, str(checkpoint), args.device, str(batch), "5"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    chunk_s = json.loads(done.stdout.strip().splitlines()[-1])["chunk_s"]
+    return batch * args.n_action_steps / chunk_s
+
+
+def report(
+    case: str, batch: int, row_groups: int, ceiling: dict, mine: dict, bound: float | None = None
+) -> dict:
+    """One row of the table, printed as it comes; with the policy's own bound (a VLA), the
+    ratio is against min(that bound, the ceiling)."""
     row = {
         "case": case,
         "batch": batch,
         "row_groups": row_groups,
         "ceiling_steps_per_s": rate(ceiling),
         "ours_steps_per_s": rate(mine),
-        "ratio": rate(mine) / rate(ceiling),
+        "ratio": rate(mine) / min(rate(ceiling), bound if bound is not None else math.inf),
+        "policy_bound_steps_per_s": bound,
         "ceiling_cpu_ms_per_step": cpu_ms_per_step(ceiling),
         "ours_cpu_ms_per_step": cpu_ms_per_step(mine),
         "ours_wall_s": mine["wall_s"],
         "main_mb": mine["main_mb"],
     }
     groups = f" g{row_groups}" if row_groups > 1 else ""
+    bound_text = f"  policy bound {bound:8.1f}" if bound is not None else ""
     print(
         f"{case:>20} b{batch:<3}{groups:<4} ceiling {row['ceiling_steps_per_s']:8.1f}  ours "
         f"{row['ours_steps_per_s']:8.1f} env-steps/s  ratio {row['ratio']:.2f}  CPU ms/step "
-        f"{row['ceiling_cpu_ms_per_step']:.2f} / {row['ours_cpu_ms_per_step']:.2f}",
+        f"{row['ceiling_cpu_ms_per_step']:.2f} / {row['ours_cpu_ms_per_step']:.2f}{bound_text}",
         flush=True,
     )
     return row
@@ -208,6 +272,11 @@ def main() -> int:
         default="1",
         help="our side once per value of --eval.row_groups (comma-separated), against the same ceiling",
     )
+    parser.add_argument(
+        "--tiny-vla",
+        action="store_true",
+        help="smolvla-pixels on the tests' tiny VLM (a CPU smoke run); default: full size (~450 M parameters)",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("--child-ceiling", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -236,6 +305,17 @@ def main() -> int:
                     image_size=args.image_size,
                     state_dim=FULL_STATE_DIM if kind == "state" else 0,
                 )
+        if any(c.startswith("smolvla") for c in cases):
+            import smolvla_common  # torch: never imported by the ceiling's children, before MuJoCo
+
+            started = time.perf_counter()
+            smolvla_common.write_metaworld_checkpoint(
+                checkpoint / "smolvla",
+                full_size=not args.tiny_vla,
+                image_size=args.image_size,
+                n_action_steps=args.n_action_steps,
+            )
+            print(f"SmolVLA checkpoint written in {time.perf_counter() - started:.0f} s", flush=True)
         for case in cases:
             for batch in batches:
                 ceilings, ours = [], {groups: [] for groups in row_groups}
@@ -246,8 +326,13 @@ def main() -> int:
                         out = Path(tmp) / f"{tag}-g{groups}"
                         ours[groups].append(run_ours(args, case, batch, checkpoint, out, groups))
                 ceiling = max(ceilings, key=rate)
+                bound = (
+                    policy_bound(args, checkpoint / "smolvla" / "checkpoint", batch)
+                    if case.startswith("smolvla")
+                    else None
+                )
                 for groups, runs in ours.items():
-                    rows.append(report(case, batch, groups, ceiling, max(runs, key=rate)))
+                    rows.append(report(case, batch, groups, ceiling, max(runs, key=rate), bound))
     if args.json:
         args.json.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2, default=str))
     return 0

@@ -111,3 +111,60 @@ def time_chunks(policy, batch: dict, repeats: int, amp_dtype: torch.dtype | None
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
     return statistics.median(times[1:])
+
+
+TINY_VLM = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "policies" / "smolvla_vlm"
+"""The tests' tiny SmolVLM (config and tokenizer), for CPU smoke runs of the in-the-loop case."""
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def write_metaworld_checkpoint(
+    directory: Path, *, full_size: bool, image_size: int, n_action_steps: int
+) -> Path:
+    """A random SmolVLA that reads Meta-World's observations (one camera, 4-d state, 4-d
+    actions), saved as lerobot-train saves one (config, weights, processors with the
+    instruction tokenizer); full size (~450 M parameters) or on the tests' tiny VLM. The
+    tokenizer is the tiny VLM's either way: its ids fit any vocabulary, and a task string's
+    tokens cost the same."""
+    import shutil
+
+    import lerobot.policies  # noqa: F401  (registers smolvla)
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
+    from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
+    from lerobot.training.checkpoints import save_pretrained
+
+    vlm_dir = directory / "vlm"
+    if full_size:
+        write_full_size_vlm(vlm_dir)
+    else:
+        vlm_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(TINY_VLM / "config.json", vlm_dir / "config.json")
+    for name in TOKENIZER_FILES:
+        shutil.copy(TINY_VLM / name, vlm_dir / name)
+    sizes = (
+        {"resize_imgs_with_padding": (512, 512), "prefix_length": 0, "num_expert_layers": 0}
+        if full_size
+        else {"resize_imgs_with_padding": (64, 64), "num_vlm_layers": 4, "tokenizer_max_length": 16}
+    )
+    config = SmolVLAConfig(
+        input_features={
+            "observation.image": PolicyFeature(FeatureType.VISUAL, (3, image_size, image_size)),
+            "observation.state": PolicyFeature(FeatureType.STATE, (4,)),
+        },
+        output_features={"action": PolicyFeature(FeatureType.ACTION, (4,))},
+        vlm_model_name=str(vlm_dir),
+        load_vlm_weights=False,
+        chunk_size=max(n_action_steps, 10),
+        n_action_steps=n_action_steps,
+        empty_cameras=0,
+        pad_language_to="max_length",
+        device="cpu",
+        **sizes,
+    )
+    torch.manual_seed(0)
+    policy = SmolVLAPolicy(config, vlm_weights=False).eval()
+    stats = {key: {"mean": torch.zeros(4), "std": torch.ones(4)} for key in ("observation.state", "action")}
+    checkpoint = directory / "checkpoint"
+    save_pretrained(policy, stats, checkpoint, config.task_steps())
+    return checkpoint
