@@ -95,7 +95,13 @@ class QueueingPolicy(PreTrainedPolicy):
 
 
 def vec(
-    n_envs: int, use_async: bool = False, max_steps=None, step_timeout_s=None, **env_kwargs
+    n_envs: int,
+    use_async: bool = False,
+    max_steps=None,
+    step_timeout_s=None,
+    envs_per_worker: int = 1,
+    in_process: int = 0,
+    **env_kwargs,
 ) -> LazyVectorEnv:
     obs_space, act_space = fake_spaces()
     return LazyVectorEnv(
@@ -105,6 +111,8 @@ def vec(
         use_async=use_async,
         step_timeout_s=step_timeout_s,
         task=TaskSpec("fake", 0, "fake-task", "do the fake-task", fps=10, max_steps=max_steps),
+        envs_per_worker=envs_per_worker,
+        in_process_slots=in_process,
     )
 
 

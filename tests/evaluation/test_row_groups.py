@@ -14,13 +14,11 @@ import logging
 
 import pytest
 
-from lerobot.configs.env import TaskSpec
 from lerobot.envs.factory import make_task_env
 from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.run import rollout
 from lerobot.evaluation.run.rollout import RolloutSettings, _slot_groups, run_episodes
-from tests.evaluation.test_chunks_in_workers import ActionRewardEnv, QueueingPolicy
-from tests.fakes import fake_spaces
+from tests.evaluation.test_chunks_in_workers import QueueingPolicy, vec
 from tests.policies.checkpoints import ENV_FLAGS, load, materialize
 
 
@@ -39,16 +37,7 @@ class MovableQueueingPolicy(QueueingPolicy):
 
 
 def workers_env(n_envs: int, envs_per_worker: int = 1, in_process: int = 0, **env_kwargs) -> LazyVectorEnv:
-    obs_space, act_space = fake_spaces()
-    return LazyVectorEnv(
-        [functools.partial(ActionRewardEnv, **env_kwargs)] * n_envs,
-        obs_space,
-        act_space,
-        use_async=True,
-        envs_per_worker=envs_per_worker,
-        in_process_slots=in_process,
-        task=TaskSpec("fake", 0, "fake-task", "do the fake-task", fps=10),
-    )
+    return vec(n_envs, use_async=True, envs_per_worker=envs_per_worker, in_process=in_process, **env_kwargs)
 
 
 def run(env, episodes, row_groups, policy=None, **settings):
