@@ -25,7 +25,7 @@ from lerobot.policies.action_queue import batch_size
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
 from lerobot.policies.websocket.connection import ServerConnection
-from lerobot.policies.websocket.obs_formats import FORMATS, MAX_ROWS, RowRequest
+from lerobot.policies.websocket.obs_formats import FORMATS, MAX_ROWS, RowRequest, holds_taken_actions
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
 from lerobot.utils.logging_utils import one_line
 
@@ -201,7 +201,7 @@ class WebsocketPolicy(PreTrainedPolicy):
             failures[channel] = PolicyError(f"policy server reply: {exc}")
             return
         # One array per row: the server bounded them by max_actions and counts them as taken.
-        counted = isinstance(replies[channel].get("actions"), list)
+        counted = holds_taken_actions(replies[channel])
         for row, chunk in zip(rows, chunks, strict=True):
             self._check_chunk(chunk)
             self._plans[row] = deque(chunk if counted else chunk[: self.replan_steps])

@@ -79,7 +79,7 @@ class LerobotFormat:
         """One (horizon, action_dim) chunk per requested row: a list of them from a server that
         hands out queued actions, else one (rows, horizon, action_dim) array."""
         actions = replies[0]["actions"]
-        if isinstance(actions, list) and actions and all(isinstance(a, np.ndarray) for a in actions):
+        if holds_taken_actions(replies[0]):
             if len(actions) != len(request.rows) or any(a.ndim != 2 for a in actions):
                 shapes = ", ".join(str(getattr(a, "shape", "?")) for a in actions[:4])
                 raise ValueError(f"expected {len(request.rows)} (steps, action_dim) arrays, got {shapes}")
@@ -92,6 +92,13 @@ class LerobotFormat:
                 f"expected actions of shape ({len(request.rows)}, horizon, action_dim), got {actions.shape}"
             )
         return list(actions)
+
+
+def holds_taken_actions(reply: Mapping[str, Any]) -> bool:
+    """Whether a reply's `actions` are one array per row, which a lerobot-serve-policy sends
+    when asked for queued actions and counts as taken (the client executes them all)."""
+    actions = reply.get("actions")
+    return isinstance(actions, list) and bool(actions) and all(isinstance(a, np.ndarray) for a in actions)
 
 
 class _OpenpiRowFormat:
