@@ -57,8 +57,6 @@ class PolicyRunner:
         self.device = policy_device(policy)
         self.use_amp = use_amp
         self.states: dict[RowKey, Any] = {}
-        self.action_shape: tuple[int, ...] = ()
-        """The shape of one action, as the last call returned them."""
 
     def run(self, requests: Sequence[InferenceRequest]) -> list[Outcome]:
         """One policy call for all `requests`; if it fails, one call per request."""
@@ -95,19 +93,21 @@ class PolicyRunner:
         queued = self._take_queued(states, extra)
         self.states.update(zip(keys, states, strict=True))
         bounds = np.cumsum([0] + [len(request.rows) for request in requests])
+        chunks = [
+            actions[i : i + 1] if rest is None else np.concatenate([actions[i : i + 1], rest])
+            for i, rest in enumerate(queued)
+        ]
         outcomes = []
         for request, start, stop in zip(requests, bounds[:-1], bounds[1:], strict=True):
-            chunks = None
-            if request.max_actions != 1:
-                chunks = [np.concatenate([actions[i : i + 1], queued[i]]) for i in range(start, stop)]
-            outcomes.append(Outcome(actions[start:stop], chunks=chunks))
+            given = chunks[start:stop] if request.max_actions != 1 else None
+            outcomes.append(Outcome(actions[start:stop], chunks=given))
         return outcomes
 
-    def _take_queued(self, states: list[Any], extra: Sequence[int]) -> list[np.ndarray]:
+    def _take_queued(self, states: list[Any], extra: Sequence[int]) -> list[np.ndarray | None]:
         """For each row, up to `extra[row]` more actions that it takes without reading another
-        observation, as its next calls would take them (a queued chunk's rest). `states` are
-        updated: the actions given are taken."""
-        taken: list[np.ndarray] = [np.empty((0, *self.action_shape), np.float32) for _ in states]
+        observation, as its next calls would take them (a queued chunk's rest; None: none).
+        `states` are updated: the actions given are taken."""
+        taken: list[np.ndarray | None] = [None] * len(states)
         for row, wanted in enumerate(extra):
             if wanted == 0:
                 continue
@@ -140,9 +140,7 @@ class PolicyRunner:
             with amp:
                 if self.postprocessor is not None:
                     actions = self.postprocessor(actions)
-        host = actions.to("cpu", torch.float32).numpy()
-        self.action_shape = host.shape[1:]
-        return host
+        return actions.to("cpu", torch.float32).numpy()
 
 
 def _extra_actions(max_actions: int | None) -> int:
