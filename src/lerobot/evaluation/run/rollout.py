@@ -278,10 +278,7 @@ def _run_in_turns(loops: Sequence[_RolloutLoop], work: _Work, hooks: RolloutHook
         with torch.inference_mode():
             while work.pending or any(loop.busy() for loop in loops) or any(in_flight):
                 for index, loop in enumerate(loops):
-                    if hooks.should_stop is not None and hooks.should_stop():
-                        raise RolloutStoppedError(
-                            f"{loop.task.label}: stopped with {len(work.pending)} episodes pending"
-                        )
+                    loop.stop_if_asked()
                     sent, in_flight[index] = in_flight[index], None
                     if sent is not None:
                         loop.collect_round(sent)
@@ -350,6 +347,11 @@ class _RolloutLoop:
         self.descriptions = [task.description] * env.num_envs
         self.env_tasks = [task.name] * env.num_envs
 
+    def stop_if_asked(self) -> None:
+        """RolloutStoppedError when the caller's `should_stop` says so (asked before each round)."""
+        if self.hooks.should_stop is not None and self.hooks.should_stop():
+            raise RolloutStoppedError(f"{self.task.label}: stopped with {len(self.pending)} episodes pending")
+
     def busy(self) -> bool:
         """Whether an episode is running in one of this loop's slots."""
         return any(slot is not None for slot in self.slots)
@@ -359,13 +361,9 @@ class _RolloutLoop:
             return []
         # One inference-mode scope for the whole loop rather than one per step: entering it
         # costs microseconds, which count against a state-only step of under a millisecond.
-        should_stop = self.hooks.should_stop
         with torch.inference_mode():
-            while self.pending or self._active_ids():
-                if should_stop is not None and should_stop():
-                    raise RolloutStoppedError(
-                        f"{self.task.label}: stopped with {len(self.pending)} episodes pending"
-                    )
+            while self.pending or self.busy():
+                self.stop_if_asked()
                 self._step_once()
         return sorted(self.results, key=lambda r: r.episode_index)
 
