@@ -386,7 +386,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         """The replies to the last `send_step_and_reset_at` of these slots."""
         return self._gather(step_ids), self._gather(reset_ids)
 
-    def slot_groups(self) -> list[list[int]]:
+    def slots_by_owner(self) -> list[list[int]]:
         """The slots that answer together: each worker process's envs (one message, one reply
         for all of them), and each slot of this process alone. Slots of different groups can
         be stepped independently of one another."""
@@ -450,7 +450,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
 class SlotGroup:
     """Some slots of a `LazyVectorEnv`, as a `SlotEnv` of their own: slot i here is slot
-    `slot_ids[i]` there. Groups made of whole `slot_groups()` step independently: while one
+    `slot_ids[i]` there. Groups made of whole `slots_by_owner()` step independently: while one
     group's workers step, the caller computes the next actions of another."""
 
     def __init__(self, env: LazyVectorEnv, slot_ids: Sequence[int]):

@@ -263,7 +263,7 @@ def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int) -> list[list[int]
                 "--eval.row_groups=%d: policy %r cannot keep rows aside; one group", wanted, policy.name
             )
         return [list(range(env.num_envs))]
-    units = env.slot_groups()
+    units = env.slots_by_owner()
     groups: list[list[int]] = [[] for _ in range(min(wanted, len(units)))]
     for unit in units:
         min(groups, key=len).extend(unit)
