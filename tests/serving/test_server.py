@@ -1,6 +1,7 @@
 """lerobot-serve-policy's server on real sockets: openpi's own client against it, bad input,
 api keys, the health check, and batching across connections."""
 
+import contextlib
 import threading
 import urllib.request
 
@@ -282,6 +283,41 @@ def test_inference_never_blocks_the_event_loop():
         gate.set()
         worker.join(30)
     assert reply["actions"].shape == (1, 2)
+
+
+def test_frames_sent_while_a_request_is_computed_wait_outside_the_server():
+    """A client that keeps sending while its request is computed fills the kernel's socket
+    buffers, not the server's memory: before, the server read all 8 frames of 8 MiB behind the
+    request (websockets queues up to 16 frames), 64 MiB held for one client."""
+    gate = threading.Event()
+    policy = GatedPolicy(gate)
+    with running_server(policy) as server:
+        ws = connect(f"ws://127.0.0.1:{server.port}", compression=None, max_size=None)
+        ws.recv()  # metadata
+        ws.send(wire.pack({"observation.state": np.ones(2, np.float32)}))
+        assert policy.entered.wait(30)  # the request is being computed
+        sent = []
+
+        def keep_sending():
+            extra = b"\x00" * (8 * 2**20)  # 64 MiB in all: more than any socket buffers hold
+            with contextlib.suppress(Exception):  # the connection ends once the server reads them
+                for _ in range(8):
+                    ws.send(extra)
+                    sent.append(len(extra))
+
+        sender = threading.Thread(target=keep_sending, daemon=True)
+        sender.start()
+        sender.join(3)
+        assert len(sent) <= 2, f"the server read {len(sent)} frames of 8 MiB behind a request"
+        gate.set()
+        with pytest.raises(Exception):  # noqa: B017  the reply, the error line, then the end
+            while True:  # (the zeros are a bad request; what follows them is dropped unread)
+                ws.recv(timeout=30)
+        assert policy.rows_per_call[0] == 1  # the request was answered first
+        sender.join(30)
+        ws.socket.close()
+        client = WebsocketClientPolicy("127.0.0.1", server.port)  # the server goes on
+        assert client.infer({"observation.state": np.ones(2)})["actions"].shape == (1, 2)
 
 
 def infer_together(port: int, observations: list[dict]) -> list[dict]:

@@ -31,6 +31,7 @@ from lerobot.configs.types import PolicyFeature
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.websocket import wire
 from lerobot.serving.batcher import RequestBatcher
+from lerobot.serving.connection import request_at_a_time_connection
 from lerobot.serving.requests import BadRequest, InferenceRequest, check_inputs, parse_request
 from lerobot.serving.runner import PolicyRunner
 from lerobot.utils.logging_utils import one_line
@@ -130,6 +131,7 @@ class PolicyServer:
                 self.port,
                 compression=None,
                 max_size=self.max_frame_bytes,  # a larger frame closes its connection (1009)
+                create_connection=request_at_a_time_connection(),
                 process_request=self._check_handshake,
             ) as server:
                 self.port = server.sockets[0].getsockname()[1]
@@ -189,11 +191,11 @@ class PolicyServer:
         logger.info("client %d connected from %s", session, _address(ws))
         try:
             await ws.send(wire.pack(self.metadata))
-            async for frame in ws:
-                reply = await self._answer(frame, session)
+            while True:
+                reply = await self._answer(await ws.next_request(), session)
                 if isinstance(reply, str):
                     await ws.send(reply)
-                    await ws.close(INTERNAL_ERROR, "error reported in the previous frame")
+                    await ws.close_after_error(INTERNAL_ERROR, "error reported in the previous frame")
                     break
                 await ws.send(wire.pack(reply))
         except ConnectionClosed:
