@@ -76,6 +76,23 @@ def abuse_cases(port: int) -> dict[str, callable]:
         except Exception as exc:  # what the abuser sees is the result
             return f"{type(exc).__name__}: {str(exc)[:90]}", len(frame)
 
+    def send_behind_a_request(junk: bytes, count: int) -> tuple[str, int]:
+        """A request, then `count` more frames without waiting for its reply."""
+        try:
+            with connect(uri, compression=None, max_size=None, open_timeout=30) as ws:
+                ws.recv()
+                ws.send(
+                    msgpack.packb(
+                        {k: tagged(v.tobytes(), v.dtype.str, list(v.shape)) for k, v in good.items()}
+                    )
+                )
+                for _ in range(count):
+                    ws.send(junk)
+                answer = ws.recv(timeout=60)
+                return ("answered" if isinstance(answer, bytes) else answer[:100]), len(junk)
+        except Exception as exc:
+            return f"{type(exc).__name__}: {str(exc)[:90]}", len(junk)
+
     good = observation()
     return {
         "32 MiB of empty maps": lambda: send(b"\x80" * (32 * 2**20)),
@@ -113,6 +130,7 @@ def abuse_cases(port: int) -> dict[str, callable]:
                 }
             )
         ),
+        "16 frames of 15 MiB behind a request": lambda: send_behind_a_request(b"\0" * (15 * 2**20), 16),
         "two Authorization headers": lambda: send(
             b"", additional_headers=[("Authorization", "a"), ("Authorization", "b")]
         ),
