@@ -21,6 +21,7 @@ from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_ep
 from lerobot.policies.factory import make_policy
 from lerobot.policies.websocket import wire
 from lerobot.policies.websocket.configuration_websocket import WebsocketConfig
+from lerobot.policies.websocket.connection import MAX_REPLY_BYTES
 from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
 from lerobot.serving.server import PolicyServer
 from lerobot.utils.errors import ConfigError, PolicyServerLostError, PolicyUnreachableError
@@ -210,6 +211,18 @@ def test_a_server_error_fails_that_episode_for_good_with_the_servers_message():
     )
 
 
+def test_a_reply_over_the_clients_limit_fails_the_episode_in_one_line_unread():
+    """A broken or hostile server's huge frame is refused at its header (before, the client read
+    frames of any size into memory), and the episode fails as the server's, not the harness's."""
+    with chunk_server(horizon=1, action_dim=2, padding=MAX_REPLY_BYTES) as (port, requests, closes):
+        results = run_fake(client(port), n_envs=1, episodes=range(2))
+    assert [r.failure_reason for r in results] == [
+        "policy server sent a reply over 64 MiB, this client's limit"
+    ] * 2
+    assert len(requests) == 2 and closes == [1009, 1009]  # one request per episode, then closed
+    assert all(r.retries == 0 and r.n_steps == 0 for r in results)
+
+
 def test_a_server_that_restarts_mid_run_loses_nothing():
     """The server goes away while answering; the client reconnects, the episodes that were
     running re-run from their seeds, and every result equals the undisturbed run's."""
@@ -255,11 +268,12 @@ def test_a_server_that_never_comes_back_stops_the_run_with_one_line():
 
 
 @contextlib.contextmanager
-def chunk_server(horizon: int, action_dim: int):
+def chunk_server(horizon: int, action_dim: int, padding: int = 0):
     """A minimal openpi-shaped server: empty metadata, one (horizon, action_dim) chunk per
     request (`actions[i] = (request number + i / 100) / 1000`), every request kept. A request
     in the lerobot layout gets one such chunk per row it names. `closes` gets the close code of
-    every connection that ended (None: dropped without a close frame)."""
+    every connection that ended (None: dropped without a close frame). A hostile one adds
+    `padding` bytes to every reply."""
     from websockets.asyncio.server import serve
     from websockets.exceptions import ConnectionClosed
 
@@ -275,7 +289,9 @@ def chunk_server(horizon: int, action_dim: int):
                 actions = np.repeat(chunk, action_dim, axis=1) / 1000
                 if "__lerobot__" in requests[-1]:
                     actions = np.stack([actions] * len(requests[-1]["__lerobot__"]["rows"]))
-                await ws.send(wire.pack({"actions": actions}))
+                await ws.send(
+                    wire.pack({"actions": actions, **({"padding": b"\0" * padding} if padding else {})})
+                )
         except ConnectionClosed:
             pass
         closes.append(ws.close_code)

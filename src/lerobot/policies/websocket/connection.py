@@ -31,6 +31,11 @@ logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = 1011
 """The close code openpi's server (and ours) sends after an error frame."""
+MESSAGE_TOO_BIG = 1009
+MAX_REPLY_BYTES = 64 * 2**20
+"""The largest frame taken from a server. Our server's largest reply (4096 rows handed a
+50-step chunk of 32-d actions) is 26 MB; a broken or hostile server's 10 GB frame is refused
+at its header instead of being read into this process."""
 BACKOFF_S = (0.2, 0.5, 1.0, 2.0)
 """Waits between reconnection attempts; the last repeats."""
 
@@ -128,7 +133,7 @@ class ServerConnection:
             ws = connect(
                 self.uri,
                 compression=None,
-                max_size=None,
+                max_size=MAX_REPLY_BYTES,
                 additional_headers=headers,
                 open_timeout=self.connect_timeout_s,
                 # No keepalive pings: openpi's server blocks its event loop during inference (a
@@ -167,6 +172,10 @@ class ServerConnection:
         self.close()
         if code == INTERNAL_ERROR:
             return PolicyError(f"policy server error: {reason or 'internal error (close code 1011)'}")
+        if getattr(getattr(exc, "sent", None), "code", None) == MESSAGE_TOO_BIG:
+            return PolicyError(
+                f"policy server sent a reply over {MAX_REPLY_BYTES // 2**20} MiB, this client's limit"
+            )
         return HarnessError(f"policy server at {self.uri}: connection lost ({describe(exc)})")
 
 
