@@ -18,6 +18,8 @@ READ_AHEAD_BYTES = 64 * 2**10
 pongs and a close frame need, far less than a request of images."""
 
 UNREAD_CLOSE_TIMEOUT_S = 1.0
+"""How long a connection closed after an error waits for the client's close frame when that
+frame sits behind data left unread (websockets' default wait is 10 s)."""
 
 
 @functools.cache
