@@ -70,20 +70,22 @@ for label, step in (("step + 480x480 render", env.step), ("step alone", env.step
     print(f"{label}: {300 / (time.perf_counter() - started):.1f} steps/s in one process")
 env.close()
 PY
+# harness_ceiling.py --no-warm-up: device time is scarce; the first timed run of each step then
+# also writes its imports' bytecode (seconds against runs of a minute).
 step ceiling "issue 29: ACT (chunks in workers) and random-state against the machine's ceiling" 240 \
-    "$python" benchmarks/harness_ceiling.py --device cuda --image-size 480 --episodes 64 \
+    "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 8,32,64 --cases act-pixels,act-pixels-per-step,random-state \
     --json "$out/ceiling.json"
 step vla "issue 29: full-size SmolVLA (random weights, bf16 autocast) at batch 32 on Meta-World against min(policy bound, ceiling)" 300 \
-    "$python" benchmarks/harness_ceiling.py --device cuda --image-size 480 --episodes 32 \
+    "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 32 \
     --episode-length 100 --n-action-steps 10 --batches 32 --cases smolvla-pixels --row-groups 1,2 \
     --json "$out/vla.json"
 step groups "issue 29: ACT on CUDA with the batch in 1, 2 and 4 groups taking turns (--eval.row_groups)" 180 \
-    "$python" benchmarks/harness_ceiling.py --device cuda --image-size 480 --episodes 64 \
+    "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 32,64 --cases act-pixels --row-groups 1,2,4 \
     --json "$out/row_groups.json"
 step layout "issue 29: the same random-state runs with one process per env (before envs_per_worker)" 120 \
-    "$python" benchmarks/harness_ceiling.py --device cuda --episodes 64 --episode-length 200 \
+    "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --episodes 64 --episode-length 200 \
     --batches 32,64 --cases random-state --eval-flag=--eval.envs_per_worker=1 \
     --eval-flag=--eval.envs_in_main_process=0 --json "$out/layout_one_per_process.json"
 step act "ACT on CUDA + bf16 autocast in lerobot-eval" 150 "$python" benchmarks/throughput.py --act \

@@ -277,6 +277,12 @@ def main() -> int:
         action="store_true",
         help="smolvla-pixels on the tests' tiny VLM (a CPU smoke run); default: full size (~450 M parameters)",
     )
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="skip the untimed first run of each case (its imports' bytecode then is written by the first timed run)",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("--child-ceiling", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -322,7 +328,7 @@ def main() -> int:
             )
             print(f"SmolVLA checkpoint written in {time.perf_counter() - started:.0f} s", flush=True)
         warm_up = argparse.Namespace(**{**vars(args), "episodes": 1, "episode_length": 5})
-        for case in cases:  # writes the bytecode of everything each case imports, untimed
+        for case in cases if args.warm_up else ():  # writes the bytecode of all a case imports
             run_ours(warm_up, case, 1, checkpoint, Path(tmp) / f"{case}-warm-up")
         for case in cases:
             for batch in batches:
