@@ -24,6 +24,19 @@ MAX_QUEUED_STEPS = 1000
 """A bound on the actions `take_queued_actions` gathers one by one: no real queue is longer."""
 
 
+def pop_queued_actions(policy: RowPolicy, n_rows: int, limit: int = MAX_QUEUED_STEPS) -> list[torch.Tensor]:
+    """Up to `limit` steps of (n_rows, action_dim) actions that depend on no coming
+    observation, taken out of the policy's queues one `actions_without_observation` at a time
+    (the generic way; a policy with per-row queues can give each row's rest at once)."""
+    steps = []
+    while len(steps) < limit:
+        actions = policy.actions_without_observation(n_rows)
+        if actions is None:
+            break
+        steps.append(actions)
+    return steps
+
+
 class RowPolicy(Protocol):
     """What the rollout loop calls on a policy: batch row i is env slot i.
 
@@ -226,12 +239,7 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
         default takes actions through `actions_without_observation` while every row has one
         (the same number for every row); a policy with per-row queues gives each row's rest.
         """
-        steps = []
-        while len(steps) < MAX_QUEUED_STEPS:
-            actions = self.actions_without_observation(n_rows)
-            if actions is None:
-                break
-            steps.append(actions)
+        steps = pop_queued_actions(self, n_rows)
         return list(torch.stack(steps, dim=1)) if steps else None
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lerobot.policies.pretrained import MAX_QUEUED_STEPS, PreTrainedPolicy
+from lerobot.policies.pretrained import MAX_QUEUED_STEPS, PreTrainedPolicy, pop_queued_actions
 from lerobot.processor.observation import images_to_tensor
 from lerobot.serving.requests import InferenceRequest
 from lerobot.utils.device_utils import policy_device
@@ -112,13 +112,8 @@ class PolicyRunner:
             if wanted == 0:
                 continue
             self.policy.restore_rows([states[row]])
-            popped = []
             with torch.inference_mode():
-                while len(popped) < wanted:
-                    action = self.policy.actions_without_observation(1)
-                    if action is None:
-                        break
-                    popped.append(action)
+                popped = pop_queued_actions(self.policy, 1, wanted)
             [states[row]] = self.policy.save_rows([0])
             if popped:
                 taken[row] = self._postprocess(torch.cat(popped))
