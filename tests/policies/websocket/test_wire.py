@@ -1,5 +1,8 @@
 """Our msgpack frames and openpi's (`openpi_client.msgpack_numpy`) read each other both ways."""
 
+import random
+import re
+
 import msgpack
 import numpy as np
 import pytest
@@ -72,3 +75,63 @@ def test_objects_that_cannot_travel_are_refused_when_sending():
         wire.pack({"x": object()})
     with pytest.raises(wire.WireError, match="<c8 is not sent"):
         wire.pack({"x": np.zeros(2, np.complex64)})
+
+
+def random_message(rng: random.Random, depth: int = 0):
+    """Every msgpack type a frame may hold, at every width msgpack encodes it with."""
+    kind = rng.randrange(10 if depth < 2 else 7)
+    if kind == 0:
+        return rng.choice(
+            [rng.randrange(-40, 300), rng.randrange(-(2**63), 2**64), rng.randrange(-(2**31), 2**32)]
+        )
+    if kind == 1:
+        return rng.choice([rng.uniform(-1e6, 1e6), float(np.float32(rng.random()))])
+    if kind == 2:
+        return rng.choice([None, True, False])
+    if kind == 3:
+        return "".join(rng.choice("ab é✓\n") for _ in range(rng.choice([0, 5, 40, 300, 3_000])))
+    if kind in (4, 5):
+        return rng.randbytes(rng.choice([0, 3, 300, 70_000]))
+    if kind == 6:
+        return rng.randrange(2**16, 2**32)
+    if kind in (7, 8):
+        return [random_message(rng, depth + 1) for _ in range(rng.choice([0, 3, 17, 70]))]
+    return {
+        f"key{'x' * rng.choice([0, 40])}{i}": random_message(rng, depth + 1) for i in range(rng.randrange(20))
+    }
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_we_decode_what_msgpack_decodes(seed):
+    rng = random.Random(seed)
+    message = random_message(rng)
+    frame = msgpack.packb(message, use_single_float=rng.random() < 0.5)
+    assert wire.unpack(frame, max_containers=10**6) == msgpack.unpackb(frame)
+
+
+def test_arrays_are_read_only_views_of_the_frame_not_copies():
+    frame = bytearray(wire.pack({"image": np.arange(30_000, dtype=np.uint8), "state": np.ones(3, ">f8")}))
+    message = wire.unpack(frame)
+    assert np.shares_memory(message["image"], np.frombuffer(frame, np.uint8))
+    assert not message["image"].flags.writeable
+    np.testing.assert_array_equal(message["image"], np.arange(30_000, dtype=np.uint8))
+    np.testing.assert_array_equal(message["state"], np.ones(3))
+
+
+BOUNDS = {
+    "a flood of empty maps": (msgpack.packb([[{}] * 100] * 200), "more than 10000 maps and lists"),
+    "a list longer than the frame": (b"\xdd\x00\x00\xff\xff\x00", "a map or list of 65535 items in 1 bytes"),
+    "too many values": (msgpack.packb([[0] * 9_000] * 16), "more than 131072 values"),
+    "nested too deep": (b"\x91" * 40 + b"\x00", "nested more than 32 deep"),
+    "a long string": (msgpack.packb("x" * 70_000), "a string of 70000 bytes (at most 65536)"),
+    "an extension type": (msgpack.packb(msgpack.ExtType(1, b"x")), "extension types are not sent"),
+    "bytes after the message": (msgpack.packb(1) + b"\x00", "1 bytes after the message"),
+    "an integer key": (msgpack.packb({1: 2}, strict_types=True), "a map key of type int"),
+    "not UTF-8": (b"\xa2\xff\xfe", "a string that is not UTF-8"),
+}
+
+
+@pytest.mark.parametrize(("frame", "reason"), BOUNDS.values(), ids=BOUNDS.keys())
+def test_bounds_are_checked_before_the_work_they_bound(frame, reason):
+    with pytest.raises(wire.WireError, match=re.escape(reason)):
+        wire.unpack(frame)

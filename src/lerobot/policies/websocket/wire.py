@@ -15,6 +15,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from lerobot.policies.websocket.decode import Bounds, Buffer, MalformedFrameError, decode
+
 NDARRAY = b"__ndarray__"
 NPGENERIC = b"__npgeneric__"
 ALLOWED_KINDS = frozenset("biuf")
@@ -34,35 +36,31 @@ MAX_CONTAINERS = 10_000
 """Maps and lists one frame may hold. A request holds a few (one map per array); a frame of
 empty maps would otherwise cost ~70 bytes of memory per byte sent."""
 
+MAX_ITEMS = 2**17
+"""Values of any kind one frame may hold (a batch of 4096 rows with a task string each and
+every row reset holds about 30,000). Bounds the decoder's time: 16 MiB of one-byte integers
+would be 16 million values."""
 
 MAX_TEXT_BYTES = 2**16
 """The longest string a frame may hold (a task instruction is a few hundred bytes). Refused at
 its length prefix, before it is decoded: a 12 MiB prompt otherwise costs its size again."""
 
+MAX_DEPTH = 32
+"""Maps and lists within each other (a request nests three deep)."""
 
-def unpack(frame: bytes, max_containers: int = MAX_CONTAINERS) -> Any:
-    """Decode one frame; WireError on anything that is not a valid message."""
-    seen = [0]
 
-    def count(container: Any) -> Any:
-        seen[0] += 1
-        if seen[0] > max_containers:
-            raise WireError(f"more than {max_containers} maps and lists in one frame")
-        return container
-
+def unpack(frame: Buffer, max_containers: int = MAX_CONTAINERS) -> Any:
+    """Decode one frame; WireError on anything that is not a valid message. Arrays are
+    read-only views of `frame` (which they keep alive), not copies of it."""
+    bounds = Bounds(max_containers, MAX_ITEMS, MAX_DEPTH, MAX_TEXT_BYTES)
     try:
-        return msgpack.unpackb(
-            frame,
-            object_hook=lambda obj: _decode(count(obj)),
-            list_hook=count,
-            max_array_len=max_containers,
-            max_map_len=max_containers,
-            max_str_len=MAX_TEXT_BYTES,
-        )
+        return decode(frame, bounds, _decode)
     except WireError:
         raise
-    except Exception as exc:  # msgpack raises several unrelated types on bad input
-        raise WireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
+    except MalformedFrameError as exc:
+        raise WireError(f"not a msgpack message ({exc})") from None
+    except Exception as exc:  # numpy refusing a tagged map's contents, in any of its ways
+        raise WireError(f"not a valid message ({type(exc).__name__}: {exc})") from None
 
 
 def _encode(obj: Any) -> Any:
@@ -78,13 +76,15 @@ def _encode(obj: Any) -> Any:
 def _decode(obj: dict) -> Any:
     if NDARRAY in obj:
         dtype, shape, data = _dtype_of(obj), obj.get(b"shape"), obj.get(b"data")
-        if not isinstance(data, bytes) or not _is_shape(shape):
+        if not isinstance(data, bytes | memoryview) or not _is_shape(shape):
             raise WireError("an __ndarray__ map needs bytes `data` and a list of sizes `shape`")
         if len(data) != dtype.itemsize * math.prod(shape):
             raise WireError(
                 f"an array of shape {shape} and dtype {dtype.str} needs {dtype.itemsize} bytes per item"
             )
-        return np.frombuffer(data, dtype=dtype).reshape(shape)
+        array = np.frombuffer(data, dtype=dtype).reshape(shape)
+        array.flags.writeable = False  # a view of the frame, as msgpack's bytes were read-only
+        return array
     if NPGENERIC in obj:
         return _dtype_of(obj).type(obj.get(b"data"))
     return obj
