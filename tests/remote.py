@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -74,3 +78,37 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving_process(checkpoint: Path, port: int, log_level: str = "WARNING") -> Iterator[subprocess.Popen]:
+    """`lerobot-serve-policy` of `checkpoint` on the CPU, in a process of its own, once it
+    accepts connections; stopped at the end."""
+    command = [str(Path(sys.executable).parent / "lerobot-serve-policy"), f"--policy.path={checkpoint}"]
+    options = ["--policy.device=cpu", f"--port={port}", f"--log_level={log_level}"]
+    server = subprocess.Popen([*command, *options], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError("the policy server did not start")
+            time.sleep(0.5)
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def memory_mb(pid: int, field: str) -> float:
+    """`VmRSS` (now) or `VmHWM` (the peak since the last `reset_peak`) of a process, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"no {field} for process {pid}")
+
+
+def reset_peak(pid: int) -> None:
+    """Start VmHWM again from the current RSS (Linux 4.0+), so that a peak is one step's own."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")

@@ -3,6 +3,7 @@ api keys, the health check, and batching across connections."""
 
 import contextlib
 import threading
+import time
 import urllib.request
 
 import msgpack
@@ -15,7 +16,7 @@ from websockets.sync.client import connect
 
 from lerobot.policies.websocket import wire
 from tests.policies.checkpoints import load, materialize
-from tests.remote import ObservationPolicy, running_server
+from tests.remote import ObservationPolicy, free_port, memory_mb, reset_peak, running_server, serving_process
 
 # openpi's client (and our raw connection that vanishes) connect outside a `with`, which
 # websockets >= 17.1 warns about.
@@ -321,6 +322,27 @@ def test_frames_sent_while_a_request_is_computed_wait_outside_the_server():
         ws.socket.close()
         client = WebsocketClientPolicy("127.0.0.1", server.port)  # the server goes on
         assert client.infer({"observation.state": np.ones(2)})["actions"].shape == (1, 2)
+
+
+def test_a_large_request_costs_the_server_its_size_once_and_is_given_back(act):
+    """In a server process of its own, its peak RSS read from /proc: before, websockets' read
+    buffer and its two copies of the payload, then msgpack's copy of the array, made a 15 MiB
+    request cost 2.1-2.7x its size, kept by the allocator afterwards."""
+    port = free_port()
+    request = wire.pack({**GOOD, "observation.extra": np.ones(15 * 2**18, np.float32)})
+    with serving_process(act, port) as server, connect(f"ws://127.0.0.1:{port}", max_size=None) as ws:
+        ws.recv()
+        ask(ws, 0)  # the policy's first inference has taken its memory
+        time.sleep(0.5)
+        reset_peak(server.pid)
+        before = memory_mb(server.pid, "VmRSS")
+        ws.send(request)
+        assert "not an input of the served policy" in ws.recv(timeout=30)
+        time.sleep(0.5)
+        growth, kept = memory_mb(server.pid, "VmHWM") - before, memory_mb(server.pid, "VmRSS") - before
+    size = len(request) / 2**20
+    assert growth < 1.3 * size, f"a {size:.1f} MB request grew the server by {growth:.1f} MB"
+    assert kept < 0.2 * size, f"{kept:.1f} MB of a {size:.1f} MB request kept after it was refused"
 
 
 def infer_together(port: int, observations: list[dict]) -> list[dict]:
