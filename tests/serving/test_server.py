@@ -100,6 +100,21 @@ def test_a_row_can_be_handed_the_rest_of_its_chunk_with_its_action(act_server):
     assert [taken[name][1] for name in ("one", "three", "all")] == [7, 3, 2]  # 3+2+3, 5+5
 
 
+def test_pings_and_a_fragmented_request_are_answered_as_websockets_would(act_server):
+    """The server reads whole binary frames itself; pings go on to websockets, and a message
+    sent in fragments hands the connection to websockets, which still answers it."""
+    with connect(f"ws://127.0.0.1:{act_server.port}", compression=None) as ws:
+        ws.recv()
+        expected = ask(ws, 0)
+        assert ws.ping().wait(10)
+        observation = {key: value[None] for key, value in act_observation(0).items()}
+        frame = wire.pack({**observation, "__lerobot__": {"rows": [1], "resets": []}})
+        ws.send([frame[:100], frame[100:5000], frame[5000:]])  # three frames: one message
+        np.testing.assert_array_equal(wire.unpack(ws.recv(timeout=30))["actions"][0], expected[0])
+        assert ws.ping().wait(10)
+        np.testing.assert_array_equal(ask(ws, 0)[0].shape, expected[0].shape)
+
+
 def test_health_check_answers_200():
     with running_server(ObservationPolicy(2), api_key="k") as server:  # no key needed for it
         response = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz", timeout=10)
