@@ -128,6 +128,25 @@ BOUNDS = {
     "bytes after the message": (msgpack.packb(1) + b"\x00", "1 bytes after the message"),
     "an integer key": (msgpack.packb({1: 2}, strict_types=True), "a map key of type int"),
     "not UTF-8": (b"\xa2\xff\xfe", "a string that is not UTF-8"),
+    # 16 MB of strings, ASCII but for one emoji each: Python would keep 64 MB of them.
+    "strings in all": (
+        msgpack.packb(["\U0001f600" + "x" * 60_000] * 80),
+        "more than 4194304 bytes of strings",
+    ),
+    # Multiplying 131,000 sizes of 2**31 took seconds, holding the interpreter.
+    "an array of 33 dimensions": (
+        msgpack.packb({b"__ndarray__": True, b"data": b"", b"dtype": "<f4", b"shape": [2**31 - 1] * 33}),
+        "a list of sizes `shape`",
+    ),
+    # numpy reads long dtype strings as structured dtypes, slowly.
+    "a long dtype": (
+        msgpack.packb({b"__ndarray__": True, b"data": b"", b"dtype": "f4," * 20_000, b"shape": [0]}),
+        "bad dtype 'f4,f4,f4,f4,f4,f4,f4'...",
+    ),
+    "a numpy scalar of bytes": (
+        msgpack.packb({b"__npgeneric__": True, b"data": b"\x01\x00", b"dtype": "|b1"}),
+        "needs a number",
+    ),
 }
 
 

@@ -7,7 +7,8 @@ the array's memory (read-only), anywhere else it is copied to `bytes`, as msgpac
 
 Written in Python, so every bound is checked before the work it bounds: at most
 `max_containers` maps and lists, `max_items` values in all, `max_depth` levels, strings of
-at most `max_text_bytes` (refused at their length prefix). A request holds a few dozen
+at most `max_text_bytes` and `max_text_bytes_in_all` together (refused at their length
+prefix). A request holds a few dozen
 values, so decoding in Python costs microseconds more than msgpack's C; a hostile frame is
 stopped after at most `max_items` values, a few tens of milliseconds.
 """
@@ -32,6 +33,8 @@ class Bounds:
     max_items: int
     max_depth: int
     max_text_bytes: int
+    max_text_bytes_in_all: int
+    """Python keeps a string of ASCII and one emoji at 4 bytes a character: 4x its UTF-8."""
 
 
 FIXED_WIDTH = {
@@ -80,7 +83,7 @@ def decode(frame: Buffer, bounds: Bounds, on_map: Callable[[dict], Any]) -> Any:
 class _Reader:
     def __init__(self, view: memoryview, bounds: Bounds, on_map: Callable[[dict], Any]):
         self.view, self.bounds, self.on_map = view, bounds, on_map
-        self.pos = self.containers = self.items = 0
+        self.pos = self.containers = self.items = self.text_bytes = 0
 
     def take(self, n: int) -> memoryview:
         """The next `n` bytes, as a slice of the frame."""
@@ -132,6 +135,11 @@ class _Reader:
     def text(self, length: int) -> str:
         if length > self.bounds.max_text_bytes:
             raise MalformedFrameError(f"a string of {length} bytes (at most {self.bounds.max_text_bytes})")
+        self.text_bytes += length
+        if self.text_bytes > self.bounds.max_text_bytes_in_all:
+            raise MalformedFrameError(
+                f"more than {self.bounds.max_text_bytes_in_all} bytes of strings in one frame"
+            )
         try:
             return str(self.take(length), "utf-8")
         except UnicodeDecodeError as exc:

@@ -45,6 +45,10 @@ MAX_TEXT_BYTES = 2**16
 """The longest string a frame may hold (a task instruction is a few hundred bytes). Refused at
 its length prefix, before it is decoded: a 12 MiB prompt otherwise costs its size again."""
 
+MAX_TEXT_BYTES_IN_ALL = 2**22
+"""All strings of one frame together (4096 rows with a task string each hold about 400 KB):
+4 MiB of UTF-8 is at most 16 MB of Python strings."""
+
 MAX_DEPTH = 32
 """Maps and lists within each other (a request nests three deep)."""
 
@@ -52,7 +56,7 @@ MAX_DEPTH = 32
 def unpack(frame: Buffer, max_containers: int = MAX_CONTAINERS) -> Any:
     """Decode one frame; WireError on anything that is not a valid message. Arrays are
     read-only views of `frame` (which they keep alive), not copies of it."""
-    bounds = Bounds(max_containers, MAX_ITEMS, MAX_DEPTH, MAX_TEXT_BYTES)
+    bounds = Bounds(max_containers, MAX_ITEMS, MAX_DEPTH, MAX_TEXT_BYTES, MAX_TEXT_BYTES_IN_ALL)
     try:
         return decode(frame, bounds, _decode)
     except WireError:
@@ -86,18 +90,31 @@ def _decode(obj: dict) -> Any:
         array.flags.writeable = False  # a view of the frame, as msgpack's bytes were read-only
         return array
     if NPGENERIC in obj:
-        return _dtype_of(obj).type(obj.get(b"data"))
+        value = obj.get(b"data")
+        if not isinstance(value, bool | int | float):  # openpi sends `.item()`: a number
+            raise WireError("an __npgeneric__ map needs a number as `data`")
+        return _dtype_of(obj).type(value)
     return obj
+
+
+MAX_DTYPE_CHARS = 8
+"""A dtype travels as its `.str` ('<f4', '|b1', '<f16'). numpy parses longer strings as
+structured dtypes, 70 ms for 60 KB of 'f4,f4,...': refused before numpy reads them."""
 
 
 def _dtype_of(obj: dict) -> np.dtype:
     name = obj.get(b"dtype")
     try:
-        dtype = np.dtype(name) if isinstance(name, str) else None
+        dtype = np.dtype(name) if isinstance(name, str) and len(name) <= MAX_DTYPE_CHARS else None
     except TypeError:
         dtype = None
     if dtype is None:
-        raise WireError(f"bad dtype {name!r}; expected a numpy dtype string such as '<f4'")
+        quoted = (
+            repr(name[:20]) + ("..." if len(name) > 20 else "")
+            if isinstance(name, str)
+            else type(name).__name__
+        )
+        raise WireError(f"bad dtype {quoted}; expected a numpy dtype string such as '<f4'")
     _check_dtype(dtype)
     return dtype
 
@@ -107,5 +124,14 @@ def _check_dtype(dtype: np.dtype) -> None:
         raise WireError(f"dtype {dtype.str} is not sent over the wire (bool, int, uint and float only)")
 
 
+MAX_DIMENSIONS = 32
+"""numpy's own limit is 64. Checked before the sizes are multiplied: the product of 131,000
+sizes of 2**31 took seconds, holding the interpreter."""
+
+
 def _is_shape(shape: Any) -> bool:
-    return isinstance(shape, list | tuple) and all(isinstance(n, int) and 0 <= n < 2**31 for n in shape)
+    return (
+        isinstance(shape, list | tuple)
+        and len(shape) <= MAX_DIMENSIONS
+        and all(isinstance(n, int) and 0 <= n < 2**31 for n in shape)
+    )
