@@ -93,3 +93,11 @@ def test_unmasking_in_place_is_the_rfc_xor(size):
     masked = bytearray(byte ^ mask[i % 4] for i, byte in enumerate(payload))
     unmask(masked, mask)
     assert masked == payload
+
+
+def test_a_payload_the_system_cannot_map_goes_to_websockets():
+    """websockets then refuses it (1009) as it would any frame over its limit."""
+    header = bytes([0x82, 0xFF]) + (2**62).to_bytes(8, "big") + b"mask"
+    reader = FrameReader(max_size=None)
+    assert [bytes(item) for item in reader.feed(header + b"data")] == [header, b"data"]
+    assert reader.handed_over

@@ -120,10 +120,8 @@ class FrameReader:
             return view[len(view) :]
         raw, self._header = bytes(self._header[: header.size]), bytearray()
         rest = view[header.size - before :]
-        if header.is_kept_message(self.max_size):
+        if header.is_kept_message(self.max_size) and self._has_room_for(header):
             self._start(header, passing=False)
-            if header.opcode == BINARY:
-                self._payload = payload_buffer(header.length)
         elif header.is_ping_or_pong():
             yield memoryview(raw)
             self._start(header, passing=True)
@@ -134,6 +132,17 @@ class FrameReader:
         if header.length == 0:
             yield from self._finish()
         return rest
+
+    def _has_room_for(self, header: Header) -> bool:
+        """Takes the memory for a binary payload; False when the system refuses it (the frame
+        then goes to websockets, which refuses it or fails the connection as it would)."""
+        if header.opcode != BINARY:
+            return True
+        try:
+            self._payload = payload_buffer(header.length)
+        except (OSError, OverflowError, MemoryError):
+            return False
+        return True
 
     def _start(self, header: Header, passing: bool) -> None:
         self._current, self._passing, self._received = header, passing, 0
