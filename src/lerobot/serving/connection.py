@@ -50,13 +50,19 @@ def request_at_a_time_connection() -> type:
         async def next_request(self):
             """The next frame the client sends; reads freely only while waiting for it."""
             self._answering = False
-            if not self.transport.is_reading() and not self.transport.is_closing():
+            if not self.transport.is_reading() and not self.transport.is_closing() and self._nothing_queued():
                 self.transport.resume_reading()
             frame = await self.recv()
             self._answering, self._read_while_answering = True, 0
             if self._payloads and frame == self._token:
                 return self._payloads.popleft()
             return frame
+
+        def _nothing_queued(self) -> bool:
+            """Reading resumes only once what was read ahead is answered: resuming with
+            requests queued would let a client that pipelines small requests grow the queue
+            by a socket read per answer, without bound."""
+            return not self.recv_messages.frames and not self.recv_messages.paused
 
         async def close_after_error(self, code: int, reason: str) -> None:
             """Close. A client that kept sending while answered has its close frame behind all
