@@ -28,10 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import server_soak  # benchmarks/, next to this script
 import throughput_act
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests/: the ACT checkpoint and the server starter
 
 SLEEPY_CHILD = """
 import json, sys, time
@@ -89,9 +89,10 @@ def run_sleepy(args: argparse.Namespace, groups: int) -> dict:
 def served_act(tmp: Path):
     """lerobot-serve-policy with the tests' ACT on this machine's CPU; yields its port."""
     from tests.policies.checkpoints import materialize
+    from tests.remote import free_port, serving_process
 
-    port = server_soak.free_port()
-    with server_soak.serving(materialize("act", tmp / "act"), port):
+    port = free_port()
+    with serving_process(materialize("act", tmp / "act"), port):
         yield port
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import socket
 import statistics
 import sys
 import tempfile
@@ -35,12 +34,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 FRAME_LIMIT_MB = 16
 """The server's frame limit for the tests' ACT (`default_frame_limit`: its least, 16 MiB)."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def observation() -> dict:
@@ -172,7 +165,7 @@ class HealthyClient(threading.Thread):
 
 def main() -> int:
     from tests.policies.checkpoints import materialize
-    from tests.remote import memory_mb, reset_peak, serving_process
+    from tests.remote import free_port, memory_mb, reset_peak, serving_process
 
     port = free_port()
     spawn = mp.get_context("spawn")
