@@ -26,7 +26,8 @@ MAPPED_FROM_BYTES = 2**16
 """Payloads at least this large are received into an anonymous memory map, smaller ones
 into a bytearray (a map costs two system calls)."""
 
-CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+TEXT, BINARY, PING, PONG = 0x1, 0x2, 0x9, 0xA
+"""The opcodes read here (RFC 6455, 5.2); any other hands the stream to websockets."""
 MAX_CONTROL_PAYLOAD = 125
 
 
@@ -47,26 +48,19 @@ class Header:
     size: int
     """Bytes of the header itself (2 to 14)."""
 
+    def is_whole_client_frame(self) -> bool:
+        """Sent as a client must (masked, no extension bits) and not a fragment."""
+        return self.fin and not self.reserved and self.mask is not None
+
     def is_kept_message(self, max_size: int | None) -> bool:
-        """A whole text or binary message in this one frame, within the limit, as a client
-        must send it (masked, no extension bits): read by us."""
-        return (
-            self.opcode in (TEXT, BINARY)
-            and self.fin
-            and not self.reserved
-            and self.mask is not None
-            and (max_size is None or self.length <= max_size)
-        )
+        """A whole text or binary message in this one frame, within the limit: read by us."""
+        within = max_size is None or self.length <= max_size
+        return self.opcode in (TEXT, BINARY) and self.is_whole_client_frame() and within
 
     def is_ping_or_pong(self) -> bool:
         """A valid ping or pong: passed to websockets, which answers pings."""
-        return (
-            self.opcode in (PING, PONG)
-            and self.fin
-            and not self.reserved
-            and self.mask is not None
-            and self.length <= MAX_CONTROL_PAYLOAD
-        )
+        short = self.length <= MAX_CONTROL_PAYLOAD
+        return self.opcode in (PING, PONG) and self.is_whole_client_frame() and short
 
 
 def parse_header(data: bytes | bytearray) -> Header | None:

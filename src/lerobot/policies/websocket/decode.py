@@ -8,9 +8,9 @@ the array's memory (read-only), anywhere else it is copied to `bytes`, as msgpac
 Written in Python, so every bound is checked before the work it bounds: at most
 `max_containers` maps and lists, `max_items` values in all, `max_depth` levels, strings of
 at most `max_text_bytes` and `max_text_bytes_in_all` together (refused at their length
-prefix). A request holds a few dozen
-values, so decoding in Python costs microseconds more than msgpack's C; a hostile frame is
-stopped after at most `max_items` values, a few tens of milliseconds.
+prefix). A request holds a few dozen values, so decoding in Python costs microseconds more
+than msgpack's C; a hostile frame is stopped after at most `max_items` values, a few tens of
+milliseconds.
 """
 
 from __future__ import annotations
@@ -97,8 +97,7 @@ class _Reader:
 
     def item(self, depth: int) -> Any:
         """The next value as it is kept in a list or returned: a `bin` copied to `bytes`."""
-        value = self.value(depth)
-        return value.tobytes() if isinstance(value, memoryview) else value
+        return _owned(self.value(depth))
 
     def value(self, depth: int) -> Any:
         self.items += 1
@@ -161,7 +160,7 @@ class _Reader:
             entries[key] = self.value(depth + 1)
         kept = self.on_map(entries)
         if type(kept) is dict:
-            kept = {key: v.tobytes() if isinstance(v, memoryview) else v for key, v in kept.items()}
+            kept = {key: _owned(value) for key, value in kept.items()}
         return kept
 
     def open_container(self, length: int, depth: int) -> None:
@@ -178,3 +177,8 @@ class _Reader:
             )
         if length > len(self.view) - self.pos:
             raise MalformedFrameError(f"a map or list of {length} items in {len(self.view) - self.pos} bytes")
+
+
+def _owned(value: Any) -> Any:
+    """A `bin` still a slice of the frame, copied to `bytes`; any other value as it is."""
+    return value.tobytes() if isinstance(value, memoryview) else value
