@@ -76,6 +76,9 @@ def reads_every(args: argparse.Namespace, case: str) -> int:
 
 # --- (a) the ceiling (a child process: `--child-ceiling`) ----------------------------------
 def ceiling_worker(settings: dict, seeds: list[int], every: int, queue) -> None:
+    # MuJoCo's bindings first, as lerobot-eval's workers load them (EnvConfig.fork_server_preload):
+    # its steps run faster so, and that is part of what the machine can simulate.
+    import mujoco  # noqa: F401
     import numpy as np
 
     from lerobot.envs.factory import make_env_config

@@ -56,3 +56,22 @@ def test_lerobot_eval_on_metaworld_loads_mujoco_before_torch(tmp_path):
     ]
     report = probe(f"from lerobot.scripts.lerobot_eval import main\nresult = main({argv!r})")
     assert report == {"result": 0, "order": ["mujoco", "torch"]}
+
+
+def test_metaworld_env_workers_load_mujoco_first():
+    """The workers come from a fork server that `lerobot-eval` starts before loading torch; it
+    loads MuJoCo's bindings before Meta-World, whose own order would load numpy and gymnasium
+    ahead of them. (A package enters `sys.modules` again when its import completes, so the
+    bindings' extension module marks when they loaded.)"""
+    report = probe(
+        "import multiprocessing as mp, types\n"
+        "from lerobot.configs.eval import EvalConfig\n"
+        "from lerobot.envs.metaworld import MetaworldEnvConfig\n"
+        "from lerobot.scripts.cli import prepare_simulators\n"
+        "cfg = types.SimpleNamespace(env=MetaworldEnvConfig(), eval=EvalConfig(batch_size=4))\n"
+        "prepare_simulators(cfg)\n"
+        "with mp.get_context('forkserver').Pool(1) as pool:\n"
+        "    result = pool.apply(eval, (\"[m for m in __import__('sys').modules if m in "
+        "('mujoco._structs', 'numpy', 'gymnasium', 'metaworld', 'torch')]\",))\n"
+    )
+    assert report["result"] == ["mujoco._structs", "numpy", "gymnasium", "metaworld"]

@@ -82,7 +82,7 @@ def make_task_env(
         cfg.observation_space(),
         cfg.action_space(),
         use_async=use_async_envs,
-        preload_modules=cfg.worker_preload,
+        preload_modules=cfg.fork_server_preload,
         step_timeout_s=step_timeout_s,
         metadata={"render_fps": task.fps, "task": task.name, "task_description": task.description},
         task=task,

@@ -64,4 +64,4 @@ def prepare_simulators(cfg: object) -> None:
     if eval_cfg is not None and eval_cfg.backend == "local" and eval_cfg.resolved_use_async:
         from lerobot.envs.vector import start_fork_server
 
-        start_fork_server(env_cfg.worker_preload)
+        start_fork_server(env_cfg.fork_server_preload)

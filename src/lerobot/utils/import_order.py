@@ -5,9 +5,12 @@ sets up the binding runtime they then share. With torch first, every read of a M
 from Python is slower: iterating `MjData.contact` took 162 us instead of 107 us (40 contacts),
 and a whole Meta-World push-v3 step (which reads the contact list twice) 0.72 ms instead of
 0.58 ms: an in-process evaluation ran about 20% below what the simulator can do. Importing
-MuJoCo first (300 ms) costs torch nothing measurable. Env workers never import torch, so only
-a process that runs envs beside a policy needs this: `lerobot-eval` at batch size 1 or with an
-env in the main process (small batches), lerobot-train's in-loop evaluation, lerobot-record-sim.
+MuJoCo first (300 ms) costs torch nothing measurable. A process that runs envs beside a policy
+needs this: `lerobot-eval` at batch size 1 or with an env in the main process (small batches),
+lerobot-train's in-loop evaluation, lerobot-record-sim. Env workers never import torch, but
+other modules loaded first slow MuJoCo down too (SciPy's pybind11 modules by 15%; numpy and
+gymnasium, in Meta-World's own order, by 4%): their fork server imports the bindings first
+(`EnvConfig.fork_server_preload`).
 """
 
 from __future__ import annotations
