@@ -34,6 +34,7 @@ from lerobot.evaluation.store.provenance import utc_now
 from lerobot.evaluation.store.result_files import write_partial_results, write_results
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.policies.pretrained import RowPolicy
+from lerobot.utils.gc_utils import freeze_what_is_loaded
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ def evaluate(cfg: EvalPipelineConfig) -> RunResult:
     """`lerobot-eval`: evaluate `cfg.policy` on every task of `cfg.env`; the run's result, also
     in `cfg.output_dir`."""
     backend = make_backend(cfg)  # checkpoint problems surface here, before any output is written
+    freeze_what_is_loaded()  # torch and the policy: kept out of the episodes' full collections
     try:
         logger.info("output dir: %s", cfg.output_dir)
         if cfg.eval.backend == "local":
