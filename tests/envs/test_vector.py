@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv
-from lerobot.envs.workers import _await_command, auto_worker_spin_s
+from lerobot.envs.workers import auto_worker_spin_s, watch_pipe
 from tests.fakes import FakeEnv, fake_spaces
 
 
@@ -192,14 +192,24 @@ def test_workers_watch_their_pipe_only_when_each_has_a_core(n_workers, cores, sp
     assert (auto_worker_spin_s(n_workers, cores) > 0) == spins
 
 
+def test_the_main_process_watches_for_replies_as_long_as_its_workers_for_commands():
+    obs_space, act_space = fake_spaces()
+    env = LazyVectorEnv([FakeEnv] * 2, obs_space, act_space, use_async=True, worker_spin_s=0.002)
+    try:
+        env.reset_at([0, 1], seeds=[0, 1])
+        assert {slot.worker.spin_s for slot in env._ensure_started()} == {0.002}
+    finally:
+        env.close()
+
+
 def test_a_watching_worker_sees_a_command_at_once_and_gives_up_after_its_spin():
     parent, child = mp.Pipe()
     started = time.perf_counter()
-    _await_command(child, 0.05)  # nothing comes: back after the spin, to sleep in recv
+    watch_pipe(child, 0.05)  # nothing comes: back after the spin, to sleep in recv
     assert 0.05 <= time.perf_counter() - started < 1.0
     parent.send("step")
     started = time.perf_counter()
-    _await_command(child, 5.0)
+    watch_pipe(child, 5.0)
     assert time.perf_counter() - started < 1.0 and child.recv() == "step"
 
 

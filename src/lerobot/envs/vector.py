@@ -136,8 +136,8 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     `envs_per_worker=m` gives each worker process m sub-envs, stepped one after the other and
     addressed in one message per round: fewer processes where steps are cheap (state
     observations) or envs outnumber cores. `worker_spin_s`: how long each worker watches its
-    pipe for the next command before it sleeps (see `lerobot.envs.workers`); None:
-    `auto_worker_spin_s`.
+    pipe for the next command, and this process a worker's pipe for its reply, before
+    sleeping (see `lerobot.envs.workers.watch_pipe`); None: `auto_worker_spin_s`.
     """
 
     def __init__(

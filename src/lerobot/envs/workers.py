@@ -44,7 +44,7 @@ def _worker_main(
     built on its first command. With a `shared` block for an env, the big arrays of its
     observations go through that shared memory (see lerobot.envs.shared_obs) instead of the
     pipe. With `spin_s`, the worker watches its pipe that long after each reply before it
-    sleeps (`_await_command`).
+    sleeps (`watch_pipe`).
     """
     # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -53,7 +53,7 @@ def _worker_main(
     try:
         while True:
             try:
-                _await_command(conn, spin_s)
+                watch_pipe(conn, spin_s)
                 commands = conn.recv()
             except EOFError:
                 return
@@ -93,14 +93,16 @@ def _serve(
         return error_reply(exc)
 
 
-def _await_command(conn, spin_s: float) -> None:
-    """Return once a command is waiting, or after `spin_s` (the caller's recv then sleeps).
+def watch_pipe(conn, spin_s: float) -> None:
+    """Return once a message is waiting, or after `spin_s` (the caller's recv then sleeps).
 
-    A worker asleep on its pipe is woken by the kernel when the next command arrives, which
+    A process asleep on its pipe is woken by the kernel when the next message arrives, which
     on a VM took 70-80 us here, on every step, in the critical path: at half-millisecond
-    steps, a sixth of a lockstep round. Watching the pipe for a moment instead answers at
-    once, at the price of a busy core during the wait; worth it only when every worker and
-    the main process have a core of their own (`LazyVectorEnv`'s `worker_spin_s`).
+    steps, a sixth of a lockstep round; and its next simulator step ran slower, its core's
+    caches cold after the idle. Watching the pipe for a moment instead answers at once, at
+    the price of a busy core during the wait; worth it only when every worker and the main
+    process have a core of their own (`LazyVectorEnv`'s `worker_spin_s`). Both sides watch:
+    a worker for its next command, the main process for a worker's reply.
     """
     if spin_s <= 0:
         return
@@ -132,6 +134,8 @@ class WorkerProcess:
         )
         self.process.start()
         child_conn.close()
+        self.spin_s = spin_s
+        """How long this side watches the pipe for a reply before it sleeps (`watch_pipe`)."""
         self._queued: list[tuple[int, str, Any]] = []
         self._in_flight: list[tuple[int, str, int]] = []
         """(env index, command, steps it counts for the timeout) of the message sent last."""
@@ -180,6 +184,7 @@ class WorkerProcess:
             if not self._answered:
                 timeout = max(timeout, STARTUP_TIMEOUT_S)
         try:
+            watch_pipe(self._conn, self.spin_s)
             if timeout is not None and not self._conn.poll(timeout):
                 self.process.kill()
                 self.process.join(timeout=5.0)
@@ -264,8 +269,9 @@ def _shared_block_for(observation_space: gym.Space | None) -> SharedBlock | None
 
 
 WORKER_SPIN_S = 0.001
-"""How long a worker watches its pipe after a reply when it has a core of its own: a policy
-step of the main process (batching, a small policy, the other replies) fits in it."""
+"""How long a worker watches its pipe after a reply, and the main process a worker's pipe for
+its reply, when each has a core of its own: a policy step of the main process (batching, a
+small policy, the other replies), or a state-only simulator step, fits in it."""
 
 
 def auto_worker_spin_s(n_workers: int, cpu_count: int | None = None) -> float:
