@@ -38,24 +38,35 @@ def test_a_single_env_runs_in_process():
 
 @pytest.mark.parametrize(
     ("n_envs", "cores", "expected"),
-    [(1, 8, 0), (2, 2, 1), (4, 16, 1), (5, 16, 0), (3, 2, 0), (32, 16, 0)],
+    [(1, 8, 0), (2, 2, 1), (4, 16, 1), (5, 16, 0), (32, 16, 0), (8, 8, 0), (3, 2, 1), (4, 2, 2), (8, 2, 4)]
+    + [(8, 4, 2), (4, 4, 1), (4, 1, 0)],
 )
-def test_small_batches_step_one_env_in_the_main_process_by_default(n_envs, cores, expected):
+def test_the_main_process_steps_its_share_on_a_small_machine_and_one_env_of_a_small_batch_else(
+    n_envs, cores, expected
+):
     assert auto_envs_in_main_process(n_envs, cores) == expected
 
 
 @pytest.mark.parametrize(
-    ("n_envs", "cores", "expected"),
-    [(1, 2, 1), (2, 2, 1), (3, 2, 2), (8, 2, 4), (64, 16, 4), (32, 16, 2), (8, 16, 1)],
+    ("n_envs", "cores", "main_steps_envs", "expected"),
+    [(1, 2, False, 1), (2, 2, False, 1), (3, 2, False, 2), (8, 2, False, 4), (64, 16, False, 4)]
+    + [(32, 16, False, 2), (8, 16, False, 1), (2, 2, True, 2), (6, 4, True, 2), (3, 16, True, 1)],
 )
-def test_a_worker_per_core_at_most_by_default(n_envs, cores, expected):
-    assert auto_envs_per_worker(n_envs, cores) == expected
+def test_a_worker_per_core_at_most_by_default(n_envs, cores, main_steps_envs, expected):
+    assert auto_envs_per_worker(n_envs, cores, main_steps_envs) == expected
+
+
+@pytest.mark.parametrize(("batch", "in_main", "per_worker"), [(2, 1, 1), (4, 2, 2), (8, 4, 4), (3, 1, 2)])
+def test_on_two_cores_no_batch_needs_more_processes_than_cores(monkeypatch, batch, in_main, per_worker):
+    monkeypatch.setattr("lerobot.configs.eval.usable_cores", lambda: 2)
+    cfg = EvalConfig(n_episodes=20, batch_size=batch)
+    assert (cfg.resolved_envs_in_main_process, cfg.resolved_envs_per_worker) == (in_main, per_worker)
 
 
 def test_envs_per_worker_as_given_else_one_on_ray_and_per_core_here(monkeypatch):
     monkeypatch.setattr("lerobot.configs.eval.usable_cores", lambda: 2)
     assert EvalConfig(n_episodes=20, batch_size=8, envs_per_worker=3).resolved_envs_per_worker == 3
-    assert EvalConfig(n_episodes=20, batch_size=8).resolved_envs_per_worker == 4
+    assert EvalConfig(n_episodes=20, batch_size=8, envs_in_main_process=0).resolved_envs_per_worker == 4
     assert (
         EvalConfig(n_episodes=20, batch_size=2).resolved_envs_per_worker == 1
     )  # one env in the main process
