@@ -49,8 +49,9 @@ def auto_envs_in_main_process(n_envs: int, cpu_count: int | None = None) -> int:
     2 cores: 0.6 -> 0.8 of what two raw processes simulate). On a small machine (up to
     `SMALL_MACHINE_CORES`) every process, the main one included, takes an equal share of the
     batch, so that there are no more processes than cores: on 2 cores, batch 4 as 2 envs here
-    and 1 worker of 2 stepped 3,056 env-steps/s (state, random policy) against 2,155 with 2
-    workers of 2 beside an idle main process, ACT on 64x64 pixels 166 against 96. On a bigger
+    and 1 worker of 2 stepped 3,125 env-steps/s (state, random policy) against 2,009 with 2
+    workers of 2 beside an idle main process, ACT on the state 3,333 against 2,915; ACT on
+    64x64 pixels, where rendering bounds the step, alike (161-165 either way). On a bigger
     machine the main process keeps its core for the policy and the batch's replies beyond
     batch 4; those envs have no crash isolation, which `--eval.envs_in_main_process=0` keeps.
     """
