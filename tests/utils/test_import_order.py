@@ -6,9 +6,7 @@ were first imported. Each case runs in a fresh interpreter: this one has torch l
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+from tests.utils.fresh_interpreter import json_lines, tiny_metaworld_eval_argv
 
 PROBE = """
 import json, sys
@@ -19,11 +17,7 @@ print(json.dumps({{"result": result, "order": [m for m in names if m in ("mujoco
 
 
 def probe(setup: str) -> dict:
-    code = PROBE.format(setup=setup)
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json_lines(PROBE.format(setup=setup))[-1]
 
 
 def test_bindings_are_imported_when_torch_is_not_loaded_yet():
@@ -45,15 +39,7 @@ def test_nothing_is_imported_once_torch_is_loaded():
 
 
 def test_lerobot_eval_on_metaworld_loads_mujoco_before_torch(tmp_path):
-    argv = [
-        "--env.type=metaworld",
-        "--env.obs_type=state",
-        "--env.episode_length=3",
-        "--policy.type=random",
-        "--eval.n_episodes=1",
-        "--eval.batch_size=1",
-        f"--output_dir={tmp_path / 'run'}",
-    ]
+    argv = tiny_metaworld_eval_argv(tmp_path / "run")
     report = probe(f"from lerobot.scripts.lerobot_eval import main\nresult = main({argv!r})")
     assert report == {"result": 0, "order": ["mujoco", "torch"]}
 
