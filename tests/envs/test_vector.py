@@ -6,8 +6,9 @@ import time
 import numpy as np
 import pytest
 
+from lerobot.envs.commands import StepResult
 from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv
-from lerobot.envs.workers import auto_worker_spin_s, watch_pipe
+from lerobot.envs.workers import auto_worker_spin_s, receive, send, watch_pipe
 from tests.fakes import FakeEnv, fake_spaces
 
 
@@ -200,6 +201,27 @@ def test_the_main_process_watches_for_replies_as_long_as_its_workers_for_command
         assert {slot.worker.spin_s for slot in env._ensure_started()} == {0.002}
     finally:
         env.close()
+
+
+def test_messages_cross_a_worker_pipe_whole_and_its_closing_end_is_an_eof():
+    parent, child = mp.Pipe()
+    step = StepResult({"agent_pos": np.arange(3, dtype=np.float32)}, 1.0, False, True, {"is_success": True})
+    send(parent, [(0, "step", (np.ones(2, np.float32), False, True))])
+    send(child, [("ok", step)])
+    [(index, command, (action, frame, images))] = receive(child)
+    [(status, answer)] = receive(parent)
+    assert (index, command, frame, images, action.dtype, action.tolist()) == (
+        0,
+        "step",
+        False,
+        True,
+        np.float32,
+        [1, 1],
+    )
+    assert status == "ok" and answer.truncated and answer.observation["agent_pos"].tolist() == [0, 1, 2]
+    parent.close()
+    with pytest.raises(EOFError):
+        receive(child)
 
 
 def test_a_watching_worker_sees_a_command_at_once_and_gives_up_after_its_spin():

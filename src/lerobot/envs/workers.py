@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing as mp
+import pickle
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -54,13 +55,13 @@ def _worker_main(
         while True:
             try:
                 watch_pipe(conn, spin_s)
-                commands = conn.recv()
+                commands = receive(conn)
             except EOFError:
                 return
             if commands == "close":
-                conn.send("closed")
+                send(conn, "closed")
                 return
-            conn.send([_serve(envs, env_fns, blocks, *command) for command in commands])
+            send(conn, [_serve(envs, env_fns, blocks, *command) for command in commands])
     finally:
         for env in envs:
             if env is not None:
@@ -91,6 +92,18 @@ def _serve(
         return ("ok", map_observation(reply, command, block.put) if block is not None else reply)
     except Exception as exc:  # sent to the parent, which reports it with the env index
         return error_reply(exc)
+
+
+def send(conn, message: Any) -> None:
+    """One message over a worker's pipe, pickled as plain data: multiprocessing's own `send`
+    builds a pickler with its dispatch table copied for every message (for handles and
+    connections, which these messages never hold), 2 us a message on each side."""
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def receive(conn) -> Any:
+    """The next message `send` sent over the pipe (EOFError once the other end is gone)."""
+    return pickle.loads(conn.recv_bytes())
 
 
 def watch_pipe(conn, spin_s: float) -> None:
@@ -164,7 +177,7 @@ class WorkerProcess:
         message, self._queued = self._queued, []
         # A dead worker is reported by reply(), with its exit code.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-            self._conn.send(message)
+            send(self._conn, message)
 
     def reply(self, index: int, timeout: float | None) -> tuple[str, Any]:
         """Env `index`'s reply to the last message (received with the others' on first ask)."""
@@ -191,7 +204,7 @@ class WorkerProcess:
                 failure = ("timeout", f"no answer within {timeout:g}s; worker killed")
                 self._replies.update((index, failure) for index, _, _ in sent)
                 return
-            outcomes = self._conn.recv()
+            outcomes = receive(self._conn)
             self._answered = True
         except (EOFError, ConnectionResetError, OSError):
             self.process.join(timeout=1.0)
@@ -207,10 +220,10 @@ class WorkerProcess:
     def close(self) -> None:
         if self.process.is_alive():
             with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-                self._conn.send("close")
+                send(self._conn, "close")
             if self._conn.poll(5.0):
                 with contextlib.suppress(EOFError, OSError):
-                    self._conn.recv()
+                    receive(self._conn)
             self.process.join(timeout=5.0)
         if self.process.is_alive():
             self.process.kill()
