@@ -56,11 +56,11 @@ def auto_envs_in_main_process(n_envs: int, cpu_count: int | None = None) -> int:
     batch 4; those envs have no crash isolation, which `--eval.envs_in_main_process=0` keeps.
     """
     cores = cpu_count if cpu_count is not None else usable_cores()
-    if n_envs < 2:
-        return 0
-    if 2 <= cores <= SMALL_MACHINE_CORES:
+    if n_envs < 2 or cores < 2:
+        return 0  # no worker to wait for, or no core to step beside them
+    if cores <= SMALL_MACHINE_CORES:
         return n_envs // min(n_envs, cores)
-    return 1 if n_envs <= min(MAX_AUTO_MAIN_PROCESS_BATCH, cores) else 0
+    return 1 if n_envs <= MAX_AUTO_MAIN_PROCESS_BATCH else 0
 
 
 def auto_envs_per_worker(
