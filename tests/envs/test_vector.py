@@ -227,12 +227,14 @@ def test_messages_cross_a_worker_pipe_whole_and_its_closing_end_is_an_eof():
 def test_a_watching_worker_sees_a_command_at_once_and_gives_up_after_its_spin():
     parent, child = mp.Pipe()
     started = time.perf_counter()
-    watch_pipe(child, 0.05)  # nothing comes: back after the spin, to sleep in recv
+    assert not watch_pipe(child, 0.05)  # nothing comes: back after the spin, to sleep in recv
     assert 0.05 <= time.perf_counter() - started < 1.0
     parent.send("step")
     started = time.perf_counter()
-    watch_pipe(child, 5.0)
+    assert watch_pipe(child, 5.0)
     assert time.perf_counter() - started < 1.0 and child.recv() == "step"
+    parent.close()  # a closed pipe is "waiting" too: the recv that follows raises EOFError
+    assert watch_pipe(child, 5.0)
 
 
 def make_shared_vec(n_envs: int, per_worker: int, **kwargs) -> LazyVectorEnv:
