@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lerobot.envs.commands import StepResult
-from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv
+from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, stack_observations
 from lerobot.envs.workers import auto_worker_spin_s, receive, send, watch_pipe
 from tests.fakes import FakeEnv, fake_spaces
 
@@ -311,3 +311,17 @@ def test_a_hung_shared_worker_is_killed_after_the_timeout_of_all_its_steps(tmp_p
         assert 1.0 <= time.perf_counter() - started < 30  # two steps: twice the limit
     finally:
         env.close()
+
+
+def test_stacked_observations_are_what_np_stack_gives_and_unequal_shapes_are_refused():
+    observations = [
+        {"agent_pos": np.arange(3, dtype=np.float32), "pixels": {"top": np.zeros((2, 2, 3), np.uint8)}},
+        {"agent_pos": np.arange(3, dtype=np.float64), "pixels": {"top": np.ones((2, 2, 3), np.uint8)}},
+    ]
+    stacked = stack_observations(observations)
+    expected = np.stack([obs["agent_pos"] for obs in observations])
+    assert stacked["agent_pos"].dtype == expected.dtype == np.float64
+    np.testing.assert_array_equal(stacked["agent_pos"], expected)
+    assert stacked["pixels"]["top"].shape == (2, 2, 2, 3) and stacked["pixels"]["top"][1].all()
+    with pytest.raises(ValueError):
+        stack_observations([np.zeros(3), np.zeros(4)])

@@ -101,7 +101,12 @@ class PolicyPreprocessor:
     def to_device(self, batch: dict[str, Any]) -> dict[str, Any]:
         if self.device is None:
             return batch
-        return {k: v.to(self.device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+        # Tensors already there are kept as they are (what `.to` returns), without its dispatch:
+        # observation_to_batch builds them on the policy's device.
+        return {
+            k: v.to(self.device) if isinstance(v, Tensor) and v.device != self.device else v
+            for k, v in batch.items()
+        }
 
     def reset(self) -> None:
         """LeRobot's pipelines reset stateful steps between episodes; these steps keep no state."""
@@ -144,7 +149,7 @@ class PolicyPostprocessor:
     def __call__(self, action: Tensor) -> Tensor:
         if self.normalizer is not None:
             action = self.normalizer.unnormalize_action(action)
-        return action.to(self.device) if self.device is not None else action
+        return action.to(self.device) if self.device is not None and action.device != self.device else action
 
     def reset(self) -> None:
         """Nothing to forget between episodes (see PolicyPreprocessor.reset)."""
