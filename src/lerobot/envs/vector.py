@@ -523,7 +523,7 @@ def _step_commands(
     single = _step_payloads(env_ids, actions, render_ids, blind_ids)
     commands, payloads = [], []
     for action, want_frame, want_images in single:
-        if np.ndim(action) == 2:
+        if (action.ndim if isinstance(action, np.ndarray) else np.ndim(action)) == 2:
             commands.append("steps")
             payloads.append((action, want_frame))
         else:

@@ -547,7 +547,7 @@ class _RolloutLoop:
             with self._autocast():
                 actions = self.policy.select_action(batch)
         actions = self._on_host(actions)
-        self._check_actions(actions, active)
+        self._check_shape(actions)
         return actions
 
     def _autocast(self) -> Any:
@@ -581,7 +581,7 @@ class _RolloutLoop:
     def _poison_blind_images(self, batch: dict[str, Any]) -> None:
         """NaN for the images of rows whose render was skipped: a policy that reads one after
         its `rows_reading_images` left it out returns NaN actions, which stop the run
-        (`_check_actions`), instead of acting on a black frame and being scored on it."""
+        (`_end_non_finite_rows`), instead of acting on a black frame and being scored on it."""
         rows = [i for i, blind in enumerate(self.blind) if blind]
         if not rows:
             return
@@ -613,15 +613,21 @@ class _RolloutLoop:
                 env_id, episode.index, self.observations[env_id], actions[env_id], episode.n_steps
             )
 
-    def _check_actions(self, actions: np.ndarray, active: Sequence[int]) -> None:
+    def _check_shape(self, actions: np.ndarray) -> None:
         expected = self.action_shape
         if actions.shape != expected:
             raise ValueError(
                 f"policy {self.policy.name!r} returned actions of shape {actions.shape} at step "
                 f"{self.step_index}; expected {expected}"
             )
+
+    def _end_non_finite_rows(self, active: Sequence[int], actions: np.ndarray) -> list[int]:
+        """The active rows whose actions are finite. NaN or inf actions are the policy's output:
+        that row's episode ends there, scored as the policy's (`policy_error`, unsuccessful from
+        that step on), and the other rows step on; unless the row's images were not rendered,
+        which the policy said it would not read: that is a bug of the policy (ValueError)."""
         if np.isfinite(actions).all():  # the common case, without indexing the active rows
-            return
+            return list(active)
         unrendered = [i for i in active if self.blind[i] and not np.isfinite(actions[i]).all()]
         if unrendered:  # the policy broke its own contract: a bug, not an outcome
             raise ValueError(
@@ -629,13 +635,6 @@ class _RolloutLoop:
                 f"rows {unrendered} had unrendered (NaN) images, which its rows_reading_images() "
                 "said it would not read"
             )
-
-    def _end_non_finite_rows(self, active: Sequence[int], actions: np.ndarray) -> list[int]:
-        """The active rows whose actions are finite. NaN or inf actions are the policy's output:
-        that row's episode ends there, scored as the policy's (`policy_error`, unsuccessful from
-        that step on), and the other rows step on."""
-        if np.isfinite(actions).all():
-            return list(active)
         kept = []
         for env_id in active:
             if np.isfinite(actions[env_id]).all():
