@@ -23,6 +23,7 @@ import gymnasium as gym
 
 from lerobot.envs.commands import error_reply, run_command
 from lerobot.envs.shared_obs import SharedBlock, SharedSpec, map_observation
+from lerobot.envs.wire import pack_payload, pack_reply, unpack_payload, unpack_reply
 from lerobot.utils.gl import default_mujoco_gl
 from lerobot.utils.threads import usable_cores
 
@@ -45,8 +46,8 @@ def _worker_main(
     a worker stepping several envs costs one round trip per round, not one per env. An env is
     built on its first command. With a `shared` block for an env, the big arrays of its
     observations go through that shared memory (see lerobot.envs.shared_obs) instead of the
-    pipe. With `spin_s`, the worker watches its pipe that long after each reply before it
-    sleeps (`watch_pipe`).
+    pipe; the small arrays of step messages travel packed (lerobot.envs.wire). With `spin_s`,
+    the worker watches its pipe that long after each reply before it sleeps (`watch_pipe`).
     """
     # Ctrl-C goes to the whole process group; the parent decides how to stop its workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -88,9 +89,11 @@ def _serve(
             return ("ok", None)
         if envs[index] is None:
             envs[index] = env_fns[index]()
-        reply = run_command(envs[index], command, payload)
+        reply = run_command(envs[index], command, unpack_payload(command, payload))
         block = blocks[index]
-        return ("ok", map_observation(reply, command, block.put) if block is not None else reply)
+        if block is not None:
+            reply = map_observation(reply, command, block.put)
+        return ("ok", pack_reply(command, reply))
     except Exception as exc:  # sent to the parent, which reports it with the env index
         return error_reply(exc)
 
@@ -182,7 +185,10 @@ class WorkerProcess:
             (index, command, len(payload[0]) if command == "steps" else 1)
             for index, command, payload in self._queued
         ]
-        message, self._queued = self._queued, []
+        message = [
+            (index, command, pack_payload(command, payload)) for index, command, payload in self._queued
+        ]
+        self._queued = []
         # A dead worker is reported by reply(), with its exit code.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
             send(self._conn, message)
@@ -220,9 +226,11 @@ class WorkerProcess:
             self._replies.update((index, failure) for index, _, _ in sent)
             return
         for (index, command, _), (status, value) in zip(sent, outcomes, strict=True):
-            block = self.shared[index]
-            if status == "ok" and block is not None:
-                value = map_observation(value, command, block.take)
+            if status == "ok":
+                value = unpack_reply(command, value)
+                block = self.shared[index]
+                if block is not None:
+                    value = map_observation(value, command, block.take)
             self._replies[index] = (status, value)
 
     def close(self) -> None:
