@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 
+from lerobot.envs import workers
 from lerobot.envs.commands import StepResult
 from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, stack_observations
 from lerobot.envs.workers import auto_worker_spin_s, receive, send, watch_pipe
@@ -325,3 +326,50 @@ def test_stacked_observations_are_what_np_stack_gives_and_unequal_shapes_are_ref
     assert stacked["pixels"]["top"].shape == (2, 2, 2, 3) and stacked["pixels"]["top"][1].all()
     with pytest.raises(ValueError):
         stack_observations([np.zeros(3), np.zeros(4)])
+
+
+def vec_with_a_slow_first_env(start_s: float) -> LazyVectorEnv:
+    """Three workers; the first one's env takes `start_s` to build (at its first reset)."""
+    obs_space, act_space = fake_spaces()
+    factories = [functools.partial(FakeEnv, start_s=start_s)] + [FakeEnv] * 2
+    return LazyVectorEnv(factories, obs_space, act_space, use_async=True)
+
+
+def record_reads(monkeypatch) -> list:
+    """The workers whose reply this process reads, in order."""
+    reads = []
+    receive_one = workers.WorkerProcess._receive
+
+    def recording(self, timeout):
+        reads.append(self)
+        return receive_one(self, timeout)
+
+    monkeypatch.setattr(workers.WorkerProcess, "_receive", recording)
+    return reads
+
+
+def test_replies_are_read_as_they_arrive_not_in_slot_order(monkeypatch):
+    env = vec_with_a_slow_first_env(start_s=0.5)
+    try:
+        env.call("task")  # every worker started and its env built: only the first reset is slow
+        reads = record_reads(monkeypatch)
+        resets = env.reset_at([0, 1, 2], seeds=[10, 11, 12])
+        assert [obs["agent_pos"][0] for obs, _ in resets] == [10, 11, 12]
+        slow = env._slots[0].worker
+        assert len(reads) == 3 and reads[-1] is slow  # the two quick replies were read first
+    finally:
+        env.close()
+
+
+def test_a_reply_later_than_the_arrival_wait_is_still_read_in_turn(monkeypatch):
+    monkeypatch.setattr(workers, "ARRIVAL_WAIT_S", 0.05)
+    env = vec_with_a_slow_first_env(start_s=0.5)
+    reads = record_reads(monkeypatch)
+    try:
+        resets = env.reset_at([0, 1, 2], seeds=[10, 11, 12])
+        assert [obs["agent_pos"][0] for obs, _ in resets] == [10, 11, 12]
+        assert len(reads) == 3 and {id(w) for w in reads} == {id(slot.worker) for slot in env._slots}
+        steps = env.step_at([0, 1, 2], [np.zeros(2, np.float32)] * 3)
+        assert [step.observation["agent_pos"].tolist() for step in steps] == [[10, 1], [11, 1], [12, 1]]
+    finally:
+        env.close()

@@ -28,6 +28,7 @@ from lerobot.envs.workers import (
     WorkerProcess,
     WorkerSlot,
     auto_worker_spin_s,
+    receive_in_arrival_order,
     start_fork_server,
 )
 from lerobot.utils.gl import default_mujoco_gl
@@ -168,6 +169,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         """How many slots (the first ones) live in this process."""
         self.envs_per_worker = envs_per_worker
         n_workers = -(-(self.num_envs - self.in_process_slots) // envs_per_worker)
+        self._n_workers = n_workers if self.use_async else 0
         self.worker_spin_s = worker_spin_s if worker_spin_s is not None else auto_worker_spin_s(n_workers)
         self.context = context
         self.single_observation_space = single_observation_space
@@ -290,11 +292,25 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _gather(self, env_ids: Sequence[int]) -> list[Any]:
         slots = self._ensure_started()
+        self._read_arrivals(env_ids)
         outcomes = []
         for env_id in env_ids:
             status, value = slots[env_id].recv(self.step_timeout_s)
             outcomes.append(value if status == "ok" else SlotFailure(env_id, status, value))
         return outcomes
+
+    def _read_arrivals(self, env_ids: Sequence[int]) -> None:
+        """Read the replies of these slots' workers as they arrive (`receive_in_arrival_order`),
+        where more than one worker answers."""
+        if self._n_workers < 2:
+            return
+        slots = self._ensure_started()
+        workers = {
+            id(slot.worker): slot.worker
+            for slot in map(slots.__getitem__, env_ids)
+            if isinstance(slot, WorkerSlot)
+        }
+        receive_in_arrival_order(list(workers.values()), self.step_timeout_s)
 
     def _broadcast(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
         """Like `_exchange`, but any failure raises EnvWorkerError naming the env."""
@@ -384,6 +400,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self, step_ids: Sequence[int], reset_ids: Sequence[int]
     ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
         """The replies to the last `send_step_and_reset_at` of these slots."""
+        self._read_arrivals([*step_ids, *reset_ids])  # a worker may answer for both
         return self._gather(step_ids), self._gather(reset_ids)
 
     def slots_by_owner(self) -> list[list[int]]:

@@ -193,6 +193,14 @@ class WorkerProcess:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
             send(self._conn, message)
 
+    @property
+    def awaiting_reply(self) -> bool:
+        """Whether a message was sent whose reply has not been read."""
+        return bool(self._in_flight)
+
+    def fileno(self) -> int:
+        return self._conn.fileno()
+
     def reply(self, index: int, timeout: float | None) -> tuple[str, Any]:
         """Env `index`'s reply to the last message (received with the others' on first ask)."""
         if index not in self._replies:
@@ -249,6 +257,40 @@ class WorkerProcess:
             if block is not None:
                 block.close()
         self.shared = []
+
+
+ARRIVAL_WAIT_S = 1.0
+"""How long `receive_in_arrival_order` waits for the next reply before it leaves the rest to
+`WorkerProcess.reply`, which reads them one by one and times out a hung worker."""
+
+
+def receive_in_arrival_order(workers: Sequence[WorkerProcess], timeout: float | None) -> None:
+    """Read the replies of several workers in the order they arrive, not in slot order.
+
+    Read in slot order, a slow first worker holds up the reading of every reply behind it,
+    and the main process unpacks them all only once it answers; read as they arrive, the
+    unpacking of each overlaps with the stepping of the workers still busy, and a round ends
+    about one unpacking after its last reply. With `spin_s` the workers' pipes are watched
+    before this process sleeps on them, as `watch_pipe` does for one. Replies that do not
+    arrive within ARRIVAL_WAIT_S of the last are left to `WorkerProcess.reply` (and its
+    timeout); `timeout` is `reply`'s, for the replies read here.
+    """
+    waiting = {worker.fileno(): worker for worker in workers if worker.awaiting_reply}
+    if len(waiting) < 2:
+        return
+    poller = select.poll()
+    for fd in waiting:
+        poller.register(fd, select.POLLIN)
+    watch_until = time.perf_counter() + max(worker.spin_s for worker in waiting.values())
+    while waiting:
+        ready = poller.poll(0)
+        if not ready and time.perf_counter() >= watch_until:
+            ready = poller.poll(ARRIVAL_WAIT_S * 1000)
+            if not ready:
+                return
+        for fd, _ in ready:
+            poller.unregister(fd)
+            waiting.pop(fd)._receive(timeout)
 
 
 class WorkerSlot:
