@@ -15,6 +15,7 @@ each message's command, so a packed message needs no type tags beyond the arrays
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,22 +31,17 @@ _PACKED_KINDS = frozenset("biufc")
 
 def pack_payload(command: str, payload: Any) -> Any:
     """A command's payload for the pipe: the action (or chunk of actions) packed."""
-    if command == "step":
-        action, want_frame, want_images = payload
-        return (pack_array(action), want_frame, want_images)
-    if command == "steps":
-        actions, want_frames = payload
-        return (pack_array(actions), want_frames)
-    return payload
+    return _with_action(command, payload, pack_array)
 
 
 def unpack_payload(command: str, payload: Any) -> Any:
-    if command == "step":
-        action, want_frame, want_images = payload
-        return (unpack_array(action), want_frame, want_images)
-    if command == "steps":
-        actions, want_frames = payload
-        return (unpack_array(actions), want_frames)
+    return _with_action(command, payload, unpack_array)
+
+
+def _with_action(command: str, payload: Any, convert: Callable[[Any], Any]) -> Any:
+    """The payload with its action converted: (action, ...) for "step", (chunk, ...) for "steps"."""
+    if command in ("step", "steps"):
+        return (convert(payload[0]), *payload[1:])
     return payload
 
 
