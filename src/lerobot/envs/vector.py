@@ -266,6 +266,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def _exchange(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
         """Send one command to several sub-envs, then gather replies (or SlotFailures) in order."""
         self._send(env_ids, command, payloads)
+        self._read_arrivals(env_ids)
         return self._gather(env_ids)
 
     def _send(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> None:
@@ -292,7 +293,6 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _gather(self, env_ids: Sequence[int]) -> list[Any]:
         slots = self._ensure_started()
-        self._read_arrivals(env_ids)
         outcomes = []
         for env_id in env_ids:
             status, value = slots[env_id].recv(self.step_timeout_s)
@@ -301,7 +301,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _read_arrivals(self, env_ids: Sequence[int]) -> None:
         """Read the replies of these slots' workers as they arrive (`receive_in_arrival_order`),
-        where more than one worker answers."""
+        where more than one worker answers; once per round, before `_gather` takes them."""
         if self._n_workers < 2:
             return
         slots = self._ensure_started()
