@@ -128,11 +128,16 @@ def watch_pipe(conn, spin_s: float) -> bool:
     # and that churn of objects slowed the simulator step that followed it by 20-30 us.
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
-    deadline = time.perf_counter() + spin_s
-    while not poller.poll(0):
-        if time.perf_counter() >= deadline:
-            return False
-    return True
+    return bool(_spin_poll(poller, time.perf_counter() + spin_s))
+
+
+def _spin_poll(poller: select.poll, until: float) -> list[tuple[int, int]]:
+    """The poller's ready descriptors, polled without sleeping until some are or `until`
+    (perf_counter) has passed: then none, or those that happened to be ready at the last look."""
+    while True:
+        ready = poller.poll(0)
+        if ready or time.perf_counter() >= until:
+            return ready
 
 
 class WorkerProcess:
@@ -283,11 +288,9 @@ def receive_in_arrival_order(workers: Sequence[WorkerProcess], timeout: float | 
         poller.register(fd, select.POLLIN)
     watch_until = time.perf_counter() + max(worker.spin_s for worker in waiting.values())
     while waiting:
-        ready = poller.poll(0)
-        if not ready and time.perf_counter() >= watch_until:
-            ready = poller.poll(ARRIVAL_WAIT_S * 1000)
-            if not ready:
-                return
+        ready = _spin_poll(poller, watch_until) or poller.poll(ARRIVAL_WAIT_S * 1000)
+        if not ready:
+            return
         for fd, _ in ready:
             poller.unregister(fd)
             waiting.pop(fd)._receive(timeout)
