@@ -97,8 +97,9 @@ class DatasetConfig:
     default); it changes nothing for policies that leave images unnormalised, as SmolVLA."""
     video_backend: str | None = field(default=None, metadata=facts(result_neutral=True))
     """LeRobot's video decoder (torchcodec, pyav or video_reader; its default depends on what
-    loads). Accepted and result-neutral: this build decodes every frame once, with its own
-    ffmpeg decoder, into the frame cache, whatever this says."""
+    loads). Accepted and result-neutral: this build decodes every frame once into the frame
+    cache, with imageio-ffmpeg's ffmpeg (PyAV where that is missing: the same bytes), whatever
+    this says."""
     return_uint8: bool = field(default=False, metadata=facts(result_neutral=True))
     """LeRobot's choice of uint8 frames for its data loader. Accepted and result-neutral: this
     build always carries uint8 frames and converts them to floats on the training device."""

@@ -3,6 +3,7 @@ file without re-encoding, and decoding a file's frames one by one."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -45,14 +46,42 @@ def join_mp4s(parts: Sequence[Path], target: Path) -> None:
 
 
 def iter_frames(path: Path) -> Iterator[np.ndarray]:
-    """The frames of an mp4 (any codec ffmpeg decodes: h264, AV1, ...) as (H, W, 3) uint8."""
-    import imageio
+    """The frames of an mp4 (any codec ffmpeg decodes: h264, AV1, ...) as (H, W, 3) uint8.
 
+    Decoded by imageio-ffmpeg's ffmpeg program, or where that package is missing (an install
+    without dependencies, a platform it has no wheel for) by PyAV, LeRobot's own decoder: both
+    are ffmpeg's decoders and colour conversion, and give the same bytes (tests/datasets).
+    """
     if not Path(path).is_file():
         raise VideoError(f"{path}: video file missing")
+    return _DECODERS[frame_decoder()](Path(path))
+
+
+def frame_decoder() -> str:
+    """`ffmpeg` when imageio-ffmpeg is installed, else `pyav` when PyAV is."""
+    for name, module in (("ffmpeg", "imageio_ffmpeg"), ("pyav", "av")):
+        if importlib.util.find_spec(module) is not None:
+            return name
+    raise VideoError("no video decoder: install imageio-ffmpeg (this package's dependency) or av")
+
+
+def _ffmpeg_frames(path: Path) -> Iterator[np.ndarray]:
+    import imageio
+
     reader = imageio.get_reader(path, format="ffmpeg")
     try:
         for frame in reader:
             yield np.asarray(frame)
     finally:
         reader.close()
+
+
+def _pyav_frames(path: Path) -> Iterator[np.ndarray]:
+    import av
+
+    with av.open(str(path)) as container:
+        for frame in container.decode(container.streams.video[0]):
+            yield frame.to_ndarray(format="rgb24")
+
+
+_DECODERS = {"ffmpeg": _ffmpeg_frames, "pyav": _pyav_frames}

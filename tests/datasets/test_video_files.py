@@ -1,0 +1,68 @@
+"""Decoding a dataset's mp4s: imageio-ffmpeg's ffmpeg program, or PyAV where it is missing."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lerobot.datasets import video_files
+from lerobot.datasets.reader import DatasetError, load_episodes
+from tests.datasets.conftest import CAMERA, record
+
+LEROBOT_SAMPLE = Path(__file__).parent / "lerobot_0_6_1_sample"  # AV1, written by LeRobot 0.6.1
+
+
+def decoded(path: Path) -> np.ndarray:
+    return np.stack(list(video_files.iter_frames(path)))
+
+
+@pytest.mark.parametrize(
+    "video",
+    [LEROBOT_SAMPLE / "videos/observation.image/chunk-000/file-001.mp4", "recorded"],
+    ids=["av1-by-lerobot", "h264-by-us"],
+)
+def test_pyav_decodes_the_same_bytes_as_ffmpeg(tmp_path, monkeypatch, video):
+    if video == "recorded":
+        record(tmp_path / "ds", {0: 6}, kept={0})
+        video = tmp_path / "ds/videos/observation.image/chunk-000/file-000.mp4"
+    assert video_files.frame_decoder() == "ffmpeg"
+    by_ffmpeg = decoded(video)
+
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    assert video_files.frame_decoder() == "pyav"
+    by_pyav = decoded(video)
+
+    assert by_pyav.dtype == np.uint8 and by_pyav.shape == by_ffmpeg.shape and len(by_pyav) > 1
+    np.testing.assert_array_equal(by_pyav, by_ffmpeg)
+
+
+def test_a_dataset_reads_back_the_same_with_pyav(tmp_path, monkeypatch):
+    by_ffmpeg = load_episodes(LEROBOT_SAMPLE, cache_dir=tmp_path / "ffmpeg")
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    by_pyav = load_episodes(LEROBOT_SAMPLE, cache_dir=tmp_path / "pyav")
+
+    rows = np.arange(by_ffmpeg.n_frames)
+    np.testing.assert_array_equal(by_pyav.camera_frames(CAMERA, rows), by_ffmpeg.camera_frames(CAMERA, rows))
+
+
+@pytest.mark.parametrize("damage", ["cut", "random"])
+def test_a_broken_mp4_is_one_line_naming_it_with_pyav(tmp_path, monkeypatch, damage):
+    root = tmp_path / "ds"
+    record(root, {0: 3, 1: 4}, kept={0, 1})
+    video = root / "videos/observation.image/chunk-000/file-000.mp4"
+    data = video.read_bytes()
+    video.write_bytes(
+        data[: len(data) // 2] if damage == "cut" else np.random.default_rng(0).bytes(len(data))
+    )
+
+    with pytest.raises(DatasetError) as error:
+        load_episodes(root, cache_dir=tmp_path / "cache")
+    assert str(error.value).startswith(f"{video}: unreadable") and "\n" not in str(error.value)
+
+
+def test_no_decoder_at_all_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    monkeypatch.setitem(sys.modules, "av", None)
+    with pytest.raises(video_files.VideoError, match="install imageio-ffmpeg .* or av"):
+        video_files.frame_decoder()
