@@ -2,7 +2,7 @@
 # Builds .gpu/ for benchmarks/gpu_check.sh, here, before a GPU machine is asked for: the
 # Python 3.12 wheels that machine lacks, a Meta-World that fits its transfer limit, and the
 # glvnd loader packages. Needs the project's .venv (with the metaworld extra), pip and apt-get.
-# .gpu/ stays out of git: `echo /.gpu/ >> .git/info/exclude`.
+# .gpu/ is in .gitignore: it travels only where a call carries it.
 #
 #   bash benchmarks/gpu_check_prepare.sh && du -sh .gpu    # about 35 MB
 set -euo pipefail

@@ -10,12 +10,17 @@ difference of their wall times, which leaves out start-up, dataset opening and o
 frame decoding (a warm-up run fills our frame cache first). Without --dataset, Meta-World
 reach-v3 expert episodes are recorded first with lerobot-record-sim (LeRobot reads them).
 Prints one row per policy and worker count: the two rates and their ratio.
+
+On a machine where neither program is installed as a command (the GPU check's, see
+gpu_train_check.sh), `--ours` gives our command line and `--lerobot-pythonpath` the folder that
+holds LeRobot 0.6.1, so that both `lerobot` packages run from one interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -74,6 +79,7 @@ def train_command(program: list[str], policy: str, dataset: Path, out: Path, ste
         f"--policy.device={args.device}",
         "--wandb.enable=false",
         *SMALL_POLICY[policy],
+        *args.flag,
     ]
 
 
@@ -87,7 +93,7 @@ def timed(command: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
-def rate(program: list[str], policy: str, dataset: Path, scratch: Path, args, env) -> Rate:
+def rate(program: list[str], policy: str, dataset: Path, scratch: Path, args, env: dict[str, str]) -> Rate:
     times = []
     for steps in (args.short, args.long):
         out = scratch / f"{policy}-{steps}-{time.monotonic_ns()}"
@@ -102,6 +108,11 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--lerobot-python", default=os.environ.get("LEROBOT_0_6_1_PYTHON"))
+    parser.add_argument(
+        "--lerobot-pythonpath", help="PYTHONPATH of LeRobot's runs (where it is not --lerobot-python's own)"
+    )
+    parser.add_argument("--ours", help="our command line (default: this environment's lerobot-train)")
+    parser.add_argument("--flag", action="append", default=[], help="a flag for both programs (repeatable)")
     parser.add_argument("--dataset", type=Path, help="a LeRobot v3 dataset; default: record one")
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--size", type=int, default=128, help="camera height and width when recording")
@@ -114,7 +125,8 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    ours = [str(BIN / "lerobot-train")]
+    their_env = {**env, "PYTHONPATH": args.lerobot_pythonpath} if args.lerobot_pythonpath else env
+    ours = shlex.split(args.ours) if args.ours else [str(BIN / "lerobot-train")]
     theirs = [args.lerobot_python, "-m", "lerobot.scripts.lerobot_train"] if args.lerobot_python else None
     with tempfile.TemporaryDirectory(prefix="train-throughput-") as tmp:
         scratch = Path(tmp)
@@ -132,7 +144,7 @@ def main() -> int:
                 timed(train_command(ours, policy, dataset, scratch / "warm", 1, args_warm), env)
                 shutil.rmtree(scratch / "warm", ignore_errors=True)
                 mine = rate(ours, policy, dataset, scratch, args, env)
-                other = rate(theirs, policy, dataset, scratch, args, env) if theirs else None
+                other = rate(theirs, policy, dataset, scratch, args, their_env) if theirs else None
                 cells = [f"{mine.samples_per_s:.1f}"]
                 cells += (
                     [f"{other.samples_per_s:.1f}", f"{mine.samples_per_s / other.samples_per_s:.2f}x"]
