@@ -22,7 +22,7 @@ out="${OUT:-/tmp/gpu_check}"
 mkdir -p "$out"
 exec > >(tee -a "$out/gpu_check.log") 2>&1
 
-if [ -d "$dir/gl" ]; then
+if [ -d "$dir/gl" ] && [ -z "${GPU_CHECK_SMOKE:-}" ]; then # unpacked into /: the GPU machine only
     for f in "$dir"/gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
@@ -38,6 +38,11 @@ nvidia-smi -L
 nproc
 "$python" -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda, torch.cuda.get_device_name())"
 
+# GPU_CHECK_SMOKE=1 runs issue 29's steps at toy sizes on the CPU, without the GL packages: the
+# script tried here, on a Python 3.12 of the GPU machine's packages (PYTHON=...), before device
+# time is spent on it.
+smoke=()
+[ -n "${GPU_CHECK_SMOKE:-}" ] && smoke=(--device cpu --episodes 2 --episode-length 20 --image-size 64 --batches 2 --tiny-vla)
 # GPU_CHECK_STEPS="render smolvla" runs only those steps (a rerun); default: all of them.
 only="${GPU_CHECK_STEPS:-render ceiling vla groups layout act smolvla pi random compile}"
 step() { # step ID NAME SECONDS COMMAND...
@@ -75,19 +80,19 @@ PY
 step ceiling "issue 29: ACT (chunks in workers) and random-state against the machine's ceiling" 240 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 8,32,64 --cases act-pixels,act-pixels-per-step,random-state \
-    --json "$out/ceiling.json"
+    --json "$out/ceiling.json" "${smoke[@]}"
 step vla "issue 29: full-size SmolVLA (random weights, bf16 autocast) at batch 32 on Meta-World against min(policy bound, ceiling)" 300 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 32 \
     --episode-length 100 --n-action-steps 10 --batches 32 --cases smolvla-pixels --row-groups 1,2 \
-    --json "$out/vla.json"
+    --json "$out/vla.json" "${smoke[@]}"
 step groups "issue 29: ACT on CUDA with the batch in 1, 2 and 4 groups taking turns (--eval.row_groups)" 180 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 32,64 --cases act-pixels --row-groups 1,2,4 \
-    --json "$out/row_groups.json"
+    --json "$out/row_groups.json" "${smoke[@]}"
 step layout "issue 29: the same random-state runs with one process per env (before envs_per_worker)" 120 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --episodes 64 --episode-length 200 \
     --batches 32,64 --cases random-state --eval-flag=--eval.envs_per_worker=1 \
-    --eval-flag=--eval.envs_in_main_process=0 --json "$out/layout_one_per_process.json"
+    --eval-flag=--eval.envs_in_main_process=0 --json "$out/layout_one_per_process.json" "${smoke[@]}"
 step act "ACT on CUDA + bf16 autocast in lerobot-eval" 150 "$python" benchmarks/throughput.py --act \
     --device cuda --use-amp --episodes 8 --episode-length 200 --act-cases raw,raw-blind,ours-b1,ours-b8 \
     --json "$out/act_cuda.json"

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from queue import Empty
 
 import throughput_act  # benchmarks/, next to this script
 
@@ -101,6 +102,25 @@ def ceiling_worker(settings: dict, seeds: list[int], every: int, queue) -> None:
     queue.put(steps)
 
 
+def gather_steps(queue, procs: list) -> int:
+    """The simulator processes' step counts, summed. One that dies (a package missing on a fresh
+    machine, say) ends the run at once: waiting for its count would hold the step, and the device
+    time it runs on, until the step's time limit."""
+    steps, pending = 0, len(procs)
+    while pending:
+        try:
+            steps += queue.get(timeout=1.0)
+            pending -= 1
+        except Empty:
+            failed = [proc.exitcode for proc in procs if proc.exitcode not in (None, 0)]
+            if failed:
+                message = (
+                    f"ceiling: {len(failed)} of {len(procs)} simulator processes failed (exit {failed[0]})"
+                )
+                raise SystemExit(message) from None
+    return steps
+
+
 def run_ceiling_child(args: argparse.Namespace) -> None:
     settings, every, batch = json.loads(args.child_ceiling)
     seeds = [args.seed + e for e in range(args.episodes)]
@@ -113,7 +133,7 @@ def run_ceiling_child(args: argparse.Namespace) -> None:
     ]
     for proc in procs:
         proc.start()
-    steps = sum(queue.get() for _ in procs)
+    steps = gather_steps(queue, procs)
     for proc in procs:
         proc.join()
     seconds = time.perf_counter() - started

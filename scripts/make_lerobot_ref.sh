@@ -6,24 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-.venv-lerobot-ref}"
-# The first candidate that runs and is 3.12: $PYTHON312, pyenv's newest 3.12, python3.12 on PATH
-# (a pyenv shim of a version that is not active does not run).
-candidates=("${PYTHON312:-}")
-if command -v pyenv >/dev/null 2>&1; then
-    candidates+=("$(ls -d "$(pyenv root)"/versions/3.12*/bin/python3.12 2>/dev/null | tail -n 1 || true)")
-fi
-candidates+=("$(command -v python3.12 || true)")
-python312=""
-for candidate in "${candidates[@]}"; do
-    if [ -n "$candidate" ] && "$candidate" -c "import sys; assert sys.version_info[:2] == (3, 12)" 2>/dev/null; then
-        python312="$candidate"
-        break
-    fi
-done
-if [ -z "$python312" ]; then
+python312=$(scripts/find_python312.sh) || {
     echo "make_lerobot_ref.sh: no Python 3.12 found (LeRobot 0.6.1 needs it); set PYTHON312" >&2
     exit 1
-fi
+}
 command -v uv >/dev/null 2>&1 || python3 -m pip install -q uv
 uv venv -q -p "$python312" --allow-existing "$dest"
 # mujoco 3.3.0, as Meta-World needs, is in the constraints.
