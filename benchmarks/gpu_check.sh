@@ -44,7 +44,7 @@ nproc
 smoke=()
 [ -n "${GPU_CHECK_SMOKE:-}" ] && smoke=(--device cpu --episodes 2 --episode-length 20 --image-size 64 --batches 2 --tiny-vla)
 # GPU_CHECK_STEPS="render smolvla" runs only those steps (a rerun); default: all of them.
-only="${GPU_CHECK_STEPS:-render ceiling vla groups layout act smolvla pi random compile}"
+only="${GPU_CHECK_STEPS:-render ceiling vla sweep before groups layout act smolvla pi random compile}"
 step() { # step ID NAME SECONDS COMMAND...
     local id="$1" name="$2" limit="$3"
     shift 3
@@ -77,14 +77,24 @@ env.close()
 PY
 # harness_ceiling.py --no-warm-up: device time is scarce; the first timed run of each step then
 # also writes its imports' bytecode (seconds against runs of a minute).
-step ceiling "issue 29: ACT (chunks in workers) and random-state against the machine's ceiling" 240 \
+# The goals' rows first (batch 32), each step's rows printed as they come: a step cut by its
+# limit keeps what it printed.
+step ceiling "issue 29's goals: ACT (chunks in workers) and random-state at batch 32 against the machine's ceiling" 150 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
-    --episode-length 200 --batches 8,32,64 --cases act-pixels,act-pixels-per-step,random-state \
+    --episode-length 200 --batches 32 --cases act-pixels,random-state \
     --json "$out/ceiling.json" "${smoke[@]}"
 step vla "issue 29: full-size SmolVLA (random weights, bf16 autocast) at batch 32 on Meta-World against min(policy bound, ceiling)" 300 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 32 \
     --episode-length 100 --n-action-steps 10 --batches 32 --cases smolvla-pixels --row-groups 1,2 \
     --json "$out/vla.json" "${smoke[@]}"
+step sweep "issue 29's table: the same at batch 8, 64 and 1" 180 \
+    "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 32 \
+    --episode-length 200 --batches 8,64,1 --cases act-pixels,random-state \
+    --json "$out/ceiling_sweep.json" "${smoke[@]}"
+step before "issue 29: ACT at batch 32 with one step per round (--eval.chunks_in_workers=false)" 90 \
+    "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
+    --episode-length 200 --batches 32 --cases act-pixels-per-step \
+    --json "$out/ceiling_per_step.json" "${smoke[@]}"
 step groups "issue 29: ACT on CUDA with the batch in 1, 2 and 4 groups taking turns (--eval.row_groups)" 180 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 32,64 --cases act-pixels --row-groups 1,2,4 \
