@@ -3,8 +3,8 @@
 # LeRobot 0.6.1's (ACT and Diffusion, the same dataset, batch and data-loader workers, on CUDA),
 # with .gpu-train/ carried along (benchmarks/gpu_train_check_prepare.sh builds it here). Both
 # `lerobot` packages run from the machine's one python3: ours from src/, LeRobot's from its
-# unpacked folder, each with the common one (PyAV, draccus, gymnasium). The log goes to $OUT (or
-# /tmp/gpu_train_check). About 4 minutes with the defaults.
+# unpacked folder, each with the common one (PyAV, draccus, gymnasium); then the data loading
+# alone (train_loader.py). The log goes to $OUT (or /tmp/gpu_train_check). About 4 minutes.
 #
 #   bash benchmarks/gpu_train_check.sh
 #   TRAIN_CHECK_WORKERS="0 4" TRAIN_CHECK_LONG=210 bash benchmarks/gpu_train_check.sh
@@ -42,3 +42,8 @@ PYTHONPATH="$PWD/src:$site/common" timeout "${TRAIN_CHECK_LIMIT_S:-420}" "$pytho
     --workers ${TRAIN_CHECK_WORKERS:-4} --batch-size "${TRAIN_CHECK_BATCH:-8}" \
     --short "${TRAIN_CHECK_SHORT:-10}" --long "${TRAIN_CHECK_LONG:-110}" --flag=--dataset.video_backend=pyav
 echo "=== train check: exit $?"
+# The data loading alone, the same dataset and workers (about a minute).
+PYTHONPATH="$PWD/src:$site/common" timeout "${TRAIN_LOADER_LIMIT_S:-120}" "$python" benchmarks/train_loader.py \
+    --lerobot-python "$python" --lerobot-pythonpath "$site/lerobot:$site/common" --dataset "$dir/reach256" \
+    --workers ${TRAIN_CHECK_WORKERS:-4} --batch-size "${TRAIN_CHECK_BATCH:-8}"
+echo "=== loader check: exit $?"
