@@ -35,7 +35,7 @@ done
 # LeRobot 0.6.1 reads videos with torchcodec where it loads, else PyAV: the machine has no
 # FFmpeg libraries for torchcodec, so it is PyAV on both sides, said explicitly (ours decodes
 # once into its frame cache whatever the flag says).
-PYTHONPATH="$PWD/src:$site/common" timeout "${TRAIN_CHECK_LIMIT_S:-420}" "$python" benchmarks/train_throughput.py \
+PYTHONPATH="$PWD/src:$site/common" timeout "${TRAIN_CHECK_LIMIT_S:-300}" "$python" benchmarks/train_throughput.py \
     --ours "$python -m lerobot.scripts.lerobot_train" \
     --lerobot-python "$python" --lerobot-pythonpath "$site/lerobot:$site/common" \
     --dataset "$dir/reach256" --device "$device" --policies ${TRAIN_CHECK_POLICIES:-act diffusion} \
@@ -43,7 +43,7 @@ PYTHONPATH="$PWD/src:$site/common" timeout "${TRAIN_CHECK_LIMIT_S:-420}" "$pytho
     --short "${TRAIN_CHECK_SHORT:-10}" --long "${TRAIN_CHECK_LONG:-110}" --flag=--dataset.video_backend=pyav
 echo "=== train check: exit $?"
 # The data loading alone, the same dataset and workers (about a minute).
-PYTHONPATH="$PWD/src:$site/common" timeout "${TRAIN_LOADER_LIMIT_S:-120}" "$python" benchmarks/train_loader.py \
+PYTHONPATH="$PWD/src:$site/common" timeout "${TRAIN_LOADER_LIMIT_S:-90}" "$python" benchmarks/train_loader.py \
     --lerobot-python "$python" --lerobot-pythonpath "$site/lerobot:$site/common" --dataset "$dir/reach256" \
     --workers ${TRAIN_CHECK_WORKERS:-4} --batch-size "${TRAIN_CHECK_BATCH:-8}"
 echo "=== loader check: exit $?"
