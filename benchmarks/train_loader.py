@@ -25,6 +25,16 @@ from pathlib import Path
 # (observation offsets, action offsets) in frames: LeRobot's delta indices for its defaults.
 WINDOWS = {"act": ([0], list(range(100))), "diffusion": ([-1, 0], list(range(-1, 15)))}
 
+# Both sides end alike: `loader` iterated, its first batch (worker start-up) left out.
+TIMED = """
+it = iter(loader)
+next(it)
+started = time.perf_counter()
+for _ in range(n):
+    next(it)
+print(json.dumps({"samples_per_s": n * batch / (time.perf_counter() - started)}))
+"""
+
 OURS = """
 import json, sys, time
 from lerobot.datasets.reader import load_episodes
@@ -36,12 +46,6 @@ keys = list(frames.images) + [k for k in frames.vectors if k.startswith("observa
 windows = Windows(frames, keys, obs, act)
 batches = StepBatches(EpochOrder(frames, seed=0), batch, 0, n + 1)
 loader = make_loader(windows, batches, LoaderSettings(num_workers=workers))
-it = iter(loader)
-next(it)
-started = time.perf_counter()
-for _ in range(n):
-    next(it)
-print(json.dumps({"samples_per_s": n * batch / (time.perf_counter() - started)}))
 """
 
 THEIRS = """
@@ -58,12 +62,6 @@ if obs != [0]:  # LeRobot's ACT reads the current frame alone: no observation de
 dataset = LeRobotDataset("local/bench", root=root, delta_timestamps=deltas, video_backend="pyav")
 extra = dict(prefetch_factor=4, persistent_workers=True, multiprocessing_context="spawn") if workers else {}
 loader = torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=workers, **extra)
-it = iter(loader)
-next(it)
-started = time.perf_counter()
-for _ in range(n):
-    next(it)
-print(json.dumps({"samples_per_s": n * batch / (time.perf_counter() - started)}))
 """
 
 
@@ -95,8 +93,8 @@ def main() -> int:
     for policy in args.policies:
         for workers in args.workers:
             spec = [root, *WINDOWS[policy], args.batch_size, workers, args.batches]
-            mine = samples_per_s(sys.executable, OURS, spec, env)
-            theirs = samples_per_s(args.lerobot_python, THEIRS, spec, their_env)
+            mine = samples_per_s(sys.executable, OURS + TIMED, spec, env)
+            theirs = samples_per_s(args.lerobot_python, THEIRS + TIMED, spec, their_env)
             print(f"| {policy} | {workers} | {mine:.0f} | {theirs:.0f} | {mine / theirs:.1f}x |", flush=True)
     return 0
 
