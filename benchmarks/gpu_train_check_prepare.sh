@@ -12,7 +12,7 @@
 # Needs the project's .venv (metaworld extra), pip and a network to the package index.
 # .gpu-train/ is in .gitignore: it travels only where a call carries it.
 #
-#   bash benchmarks/gpu_train_check_prepare.sh     # a few minutes; about 40 MB
+#   bash benchmarks/gpu_train_check_prepare.sh     # 2 minutes here; about 31 MB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.gpu-train
@@ -35,13 +35,15 @@ pack() { # pack NAME REQUIREMENT...: Python 3.12 wheels installed into a folder,
     shift
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         "${platforms[@]}" -d "$work/$name-wheels" "$@"
-    python3 -m pip install -q --no-deps --no-index --no-compile --ignore-requires-python --only-binary=:all: --python-version 3.12 \
-        --implementation cp "${platforms[@]}" --target "$work/$name" "$work/$name-wheels"/*.whl
+    python3 -m pip install -q --no-deps --no-index --no-compile --ignore-requires-python --only-binary=:all: \
+        --python-version 3.12 --implementation cp "${platforms[@]}" --target "$work/$name" "$work/$name-wheels"/*.whl
     tar -C "$work/$name" -cf - . | xz -9 -T0 >"$dest/$name.tar.xz"
 }
-pack common $(pinned av draccus mergedeep toml gymnasium farama-notifications typing-inspect mypy-extensions)
-pack lerobot $(pinned lerobot diffusers datasets dill multiprocess jsonlines termcolor importlib-metadata \
-    lazy-importer)
+# (assigned first: a name without a pin then stops the script, which an argument list would not)
+common=$(pinned av draccus mergedeep toml gymnasium farama-notifications typing-inspect mypy-extensions)
+lerobot=$(pinned lerobot diffusers datasets dill multiprocess jsonlines termcolor importlib-metadata lazy-importer)
+pack common $common
+pack lerobot $lerobot
 
 # 12 reach-v3 expert episodes of 100 steps at most, one 256x256 camera: the dataset of the CPU
 # table in benchmarks/README.md ("Training throughput").
