@@ -75,9 +75,10 @@ DUMMY_WIDTH = 64
 
 def add_dummy_variant() -> None:
     """openpi's dummy Gemma, and the vocabulary and SigLIP tower agreed for models of its width."""
+    from lerobot.policies.pi_gemma import PaliGemmaForConditionalGenerationWithPiGemma, PiGemmaForCausalLM
+
     import lerobot.policies.pi0.modeling_pi0 as pi0_modeling
     import lerobot.policies.pi05.modeling_pi05 as pi05_modeling
-    from lerobot.policies.pi_gemma import PaliGemmaForConditionalGenerationWithPiGemma, PiGemmaForCausalLM
 
     real_variant = pi0_modeling.get_gemma_config
 
