@@ -14,9 +14,10 @@ import multiprocessing as mp
 import pickle
 import select
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
-from multiprocessing import forkserver
+from multiprocessing import forkserver, spawn
 from typing import Any
 
 import gymnasium as gym
@@ -161,7 +162,7 @@ class WorkerProcess:
         self.process = context.Process(
             target=_worker_main, args=(child_conn, list(env_fns), specs, spin_s), daemon=True
         )
-        self.process.start()
+        start_process(self.process, needs_main=refers_to_main(env_fns))
         child_conn.close()
         self.spin_s = spin_s
         """How long this side watches the pipe for a reply before it sleeps (`watch_pipe`)."""
@@ -346,6 +347,51 @@ WORKER_SPIN_S = 0.001
 """How long a worker watches its pipe after a reply, and the main process a worker's pipe for
 its reply, when each has a core of its own: a policy step of the main process (batching, a
 small policy, the other replies), or a state-only simulator step, fits in it."""
+
+
+_MAIN_FIXUP_KEYS = ("init_main_from_path", "init_main_from_name")
+_starting = threading.Lock()
+
+
+def refers_to_main(obj: Any) -> bool:
+    """Whether unpickling `obj` imports the main script (a function or class defined there):
+    pickle names such globals by module, so the script's module name is in the bytes. Anything
+    that does not pickle plainly counts as referring to it."""
+    try:
+        return b"__main__" in pickle.dumps(obj)
+    except Exception:
+        return True
+
+
+def start_process(process: mp.process.BaseProcess, needs_main: bool) -> None:
+    """Start `process`, without re-running the main script in it unless it `needs_main`.
+
+    A fork-server (or spawn) child first imports the parent's main script, so that what was
+    pickled from it can be found; a script that builds envs at its top level, without an
+    `if __name__ == "__main__":` guard, then builds them again in every worker, which fails
+    ("bootstrapping phase"). LeRobot's envs fork and never do that, so such scripts are common;
+    where the envs come from importable modules (every factory of this package), the workers
+    start without the script. multiprocessing has no option for it: its preparation step is
+    swapped for one that drops the script while this start runs (this module's starts take
+    turns; a process another thread starts in that instant would start without it too).
+    """
+    if needs_main:
+        process.start()
+        return
+    with _starting:
+        prepare = spawn.get_preparation_data
+
+        def without_main(name: str) -> dict[str, Any]:
+            data = prepare(name)
+            for key in _MAIN_FIXUP_KEYS:
+                data.pop(key, None)
+            return data
+
+        spawn.get_preparation_data = without_main
+        try:
+            process.start()
+        finally:
+            spawn.get_preparation_data = prepare
 
 
 def auto_worker_spin_s(n_workers: int, cpu_count: int | None = None) -> float:
