@@ -372,13 +372,14 @@ def start_process(process: mp.process.BaseProcess, needs_main: bool) -> None:
     ("bootstrapping phase"). LeRobot's envs fork and never do that, so such scripts are common;
     where the envs come from importable modules (every factory of this package), the workers
     start without the script. multiprocessing has no option for it: its preparation step is
-    swapped for one that drops the script while this start runs (this module's starts take
-    turns; a process another thread starts in that instant would start without it too).
+    swapped for one that drops the script while this start runs. This module's starts take
+    turns, those that keep the script too, so none lands in another's swap (a process started
+    by other code in that instant would start without the script as well).
     """
-    if needs_main:
-        process.start()
-        return
     with _starting:
+        if needs_main:
+            process.start()
+            return
         prepare = spawn.get_preparation_data
 
         def without_main(name: str) -> dict[str, Any]:
