@@ -10,12 +10,8 @@ cd "$(dirname "$0")/.."
 rm -rf .gpu
 mkdir -p .gpu/wheels .gpu/site .gpu/gl
 
-platforms=()
-for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 any; do
-    platforms+=(--platform "$p")
-done
-python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    "${platforms[@]}" -d .gpu/wheels \
+source benchmarks/gpu_wheels.sh
+download_gpu_wheels .gpu/wheels \
     mujoco==3.3.0 gymnasium==1.4.0 farama-notifications draccus==0.11.6 mergedeep==1.3.4 \
     pyyaml-include toml==0.10.2 pyopengl glfw etils transformers==5.5.4 tokenizers==0.22.2
 

@@ -26,17 +26,13 @@ pinned() { # the name==version lines of requirements/lerobot-ref.txt for these n
         grep -i -m1 "^$name==" requirements/lerobot-ref.txt || { echo "no pin for $name" >&2; exit 1; }
     done
 }
-platforms=()
-for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 any; do
-    platforms+=(--platform "$p")
-done
+source benchmarks/gpu_wheels.sh
 pack() { # pack NAME REQUIREMENT...: Python 3.12 wheels installed into a folder, as NAME.tar.xz
     local name="$1"
     shift
-    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-        "${platforms[@]}" -d "$work/$name-wheels" "$@"
+    download_gpu_wheels "$work/$name-wheels" "$@"
     python3 -m pip install -q --no-deps --no-index --no-compile --ignore-requires-python --only-binary=:all: \
-        --python-version 3.12 --implementation cp "${platforms[@]}" --target "$work/$name" "$work/$name-wheels"/*.whl
+        "${gpu_platforms[@]}" --target "$work/$name" "$work/$name-wheels"/*.whl
     tar -C "$work/$name" -cf - . | xz -9 -T0 >"$dest/$name.tar.xz"
 }
 # (assigned first: a name without a pin then stops the script, which an argument list would not)
