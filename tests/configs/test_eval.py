@@ -89,6 +89,10 @@ def test_envs_in_the_main_process_are_all_of_them_without_workers_and_at_most_th
         ({"envs_in_main_process": -1}, r"^--eval.envs_in_main_process=-1: must be 0 or more"),
         ({"envs_per_worker": -1}, r"^--eval.envs_per_worker=-1: must be 0 \(auto\) or a positive integer$"),
         ({"row_groups": 0}, r"^--eval.row_groups=0: must be 1 \(lockstep\) or more$"),
+        (
+            {"measure_batch_size": True, "batch_size": 4},
+            r"^--eval.measure_batch_size=true: it chooses the batch size; drop --eval.batch_size=4$",
+        ),
     ],
 )
 def test_bad_values_are_rejected_with_the_flag_name(kwargs, message):
@@ -155,6 +159,10 @@ def test_recordings_default_to_the_output_dir_as_in_lerobot(tmp_path):
         (
             ["--eval.backend=ray", "--env.max_parallel_tasks=2"],
             r"^--env.max_parallel_tasks=2: only used by the local backend",
+        ),
+        (
+            ["--eval.measure_batch_size=true", "--env.max_parallel_tasks=2"],
+            r"^--env.max_parallel_tasks=2: --eval.measure_batch_size=true measures one task at a time",
         ),
         (
             ["--eval.backend=ray", "--eval.recording=true"],

@@ -58,6 +58,45 @@ def test_random_policy_stays_near_zero(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_measured_batch_size_is_run_and_remembered_for_the_same_workload(tmp_path, monkeypatch):
+    from lerobot.evaluation.run import batch_probe
+    from lerobot.utils.threads import usable_cores
+
+    monkeypatch.setenv("LEROBOT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(batch_probe, "WARMUP_S", 0.2)
+    monkeypatch.setattr(batch_probe, "WINDOW_S", 0.6)
+    common = [
+        "--policy.type=random",
+        "--env.type=metaworld",
+        "--env.task=reach-v3",
+        "--env.obs_type=state",
+        "--eval.n_episodes=6",
+        "--eval.max_episodes_rendered=0",
+        "--seed=7",
+    ]
+
+    def batch_size_run(name: str, *flags: str) -> tuple[int, list[tuple]]:
+        info = run_cli(tmp_path / name, *common, *flags)
+        config = json.loads((tmp_path / name / "out" / "run_config.json").read_text())
+        return config["eval"]["batch_size"], per_episode_outcomes(info)
+
+    measured, outcomes = batch_size_run(
+        "measured", "--env.episode_length=20", "--eval.measure_batch_size=true"
+    )
+    [entry] = json.loads((tmp_path / "cache" / "eval_batch_sizes.json").read_text())
+    rates = {int(batch): rate for batch, rate in entry["env_steps_per_s"].items()}
+    candidates = batch_probe.candidate_batches(usable_cores())
+    assert list(rates) == candidates[: len(rates)] and all(rate > 0 for rate in rates.values())
+    assert measured == entry["batch_size"] in rates
+    assert entry["workload"]["env"]["type"] == "metaworld" and entry["workload"]["policy"]["type"] == "random"
+
+    assert batch_size_run("remembered", "--env.episode_length=20") == (measured, outcomes)
+    assert batch_size_run("one", "--env.episode_length=20", "--eval.batch_size=1") == (1, outcomes)
+    other_workload, _ = batch_size_run("other", "--env.episode_length=10")
+    assert other_workload == 0  # the core-count rule: nothing was measured for these env settings
+
+
+@pytest.mark.slow
 def test_results_are_identical_for_any_batch_and_wherever_its_envs_run(tmp_path):
     common = [
         "--policy.type=random",

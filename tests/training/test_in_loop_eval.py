@@ -100,6 +100,7 @@ def test_a_hung_worker_during_in_loop_eval_is_replaced_and_its_episode_rerun(tmp
         ("--eval.shard=0/2", "--eval.shard=0/2: not used by lerobot-train"),
         ("--eval.recording=true", "--eval.recording=True: not used by lerobot-train"),
         ("--env.max_parallel_tasks=2", "--env.max_parallel_tasks=2: not used by lerobot-train"),
+        ("--eval.measure_batch_size=true", "--eval.measure_batch_size=True: not used by lerobot-train"),
     ],
 )
 def test_eval_flags_that_only_mean_something_to_lerobot_eval_are_refused(tmp_path, flag, message):

@@ -84,9 +84,16 @@ class EvalConfig:
     n_episodes: int = 50
     """Episodes per task."""
     batch_size: int = field(default=0, metadata=facts(result_neutral=True))
-    """Envs stepped in parallel per task; 0 = auto: min(max(floor(0.7 x CPU cores), 2), n_episodes, 64)
+    """Envs stepped in parallel per task; 0 = auto: the batch size --eval.measure_batch_size
+    found for this machine and workload, else min(max(floor(0.7 x CPU cores), 2), n_episodes, 64)
     (1 on a single core).
     A value above n_episodes is clamped to it."""
+    measure_batch_size: bool = field(default=False, metadata=facts(result_neutral=True))
+    """Before the run, measure the env steps per second of this policy on the first task at a
+    few batch sizes from half to four times the CPU cores (up to 64; seconds each), run with
+    the fastest (the smallest within 3% of it), and remember it for this machine and workload:
+    later runs of the same env settings and policy type on this device with --eval.batch_size=0
+    use it. Kept in $LEROBOT_CACHE_DIR (default ~/.cache/lerobot)/eval_batch_sizes.json."""
     use_async_envs: bool = field(default=True, metadata=facts(result_neutral=True))
     """Step envs in worker processes; ignored (synchronous) when the batch has one env, and by
     the Ray backend, whose workers step their envs in-process."""
@@ -163,6 +170,10 @@ class EvalConfig:
             raise ConfigError(f"--eval.n_episodes={self.n_episodes}: must be a positive integer")
         if self.batch_size < 0:
             raise ConfigError(f"--eval.batch_size={self.batch_size}: must be 0 (auto) or a positive integer")
+        if self.measure_batch_size and self.batch_size:
+            raise ConfigError(
+                f"--eval.measure_batch_size=true: it chooses the batch size; drop --eval.batch_size={self.batch_size}"
+            )
         if self.envs_in_main_process is not None and self.envs_in_main_process < 0:
             raise ConfigError(
                 f"--eval.envs_in_main_process={self.envs_in_main_process}: must be 0 or more (none: auto)"
@@ -203,9 +214,10 @@ class EvalConfig:
             return
         if importlib.util.find_spec("ray") is None:
             raise ConfigError("--eval.backend=ray: Ray is not installed; pip install 'lerobot[ray]'")
-        if self.batch_size != 0:
+        if self.batch_size != 0 or self.measure_batch_size:
+            given = f"batch_size={self.batch_size}" if self.batch_size else "measure_batch_size=true"
             raise ConfigError(
-                f"--eval.batch_size={self.batch_size}: only used by the local backend; "
+                f"--eval.{given}: only used by the local backend; "
                 "with --eval.backend=ray set --eval.envs_per_worker"
             )
 
@@ -357,6 +369,11 @@ class EvalPipelineConfig:
         n = getattr(self.env, "max_parallel_tasks", 1)
         if not isinstance(n, int) or n < 1:
             raise ConfigError(f"--env.max_parallel_tasks={n}: must be a positive integer")
+        if n > 1 and self.eval.measure_batch_size:
+            raise ConfigError(
+                f"--env.max_parallel_tasks={n}: --eval.measure_batch_size=true measures one task at a "
+                "time on the whole machine; measure without it, then run with --eval.batch_size=0"
+            )
         if n > 1 and self.eval.backend != "local":
             raise ConfigError(
                 f"--env.max_parallel_tasks={n}: only used by the local backend; the Ray backend "

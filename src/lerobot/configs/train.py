@@ -259,6 +259,7 @@ _NOT_IN_TRAINING = {
     "backend": "in-training evaluation runs locally, with the policy in memory",
     "recording": "only lerobot-eval records its rollouts as datasets",
     "recording_root": "only lerobot-eval records its rollouts as datasets",
+    "measure_batch_size": "only lerobot-eval measures batch sizes; in-training evaluation uses the batch it is given",
 }
 
 

@@ -13,27 +13,39 @@ SIGTERM) or fails, eval_info.json and the report are still written from what fin
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 import math
 from pathlib import Path
+from typing import Any
 
-from lerobot.configs.env import EnvConfig
+from lerobot.configs.env import EnvConfig, TaskSpec
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.factory import make_task_env
+from lerobot.envs.vector import SlotEnv
 from lerobot.evaluation.results import RunResult
 from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders
+from lerobot.evaluation.run.batch_probe import candidate_batches, env_steps_per_second, measure_batch_sizes
 from lerobot.evaluation.run.collector import RunCollector
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
 from lerobot.evaluation.run.rollout import RolloutSettings
+from lerobot.evaluation.store.batch_sizes import (
+    RememberedBatchSize,
+    batch_sizes_file,
+    machine_description,
+    remember_batch_size,
+    remembered_batch_size,
+)
 from lerobot.evaluation.store.journal import EpisodeJournal
-from lerobot.evaluation.store.output_dir import RunOutput, claimed_output_dir
+from lerobot.evaluation.store.output_dir import RunOutput, claimed_output_dir, encode_config
 from lerobot.evaluation.store.provenance import utc_now
 from lerobot.evaluation.store.result_files import write_partial_results, write_results
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.policies.pretrained import RowPolicy
+from lerobot.utils.device_utils import policy_device
 from lerobot.utils.gc_utils import freeze_what_is_loaded
 
 logger = logging.getLogger(__name__)
@@ -82,7 +94,9 @@ def _execute(
 def evaluate(cfg: EvalPipelineConfig) -> RunResult:
     """`lerobot-eval`: evaluate `cfg.policy` on every task of `cfg.env`; the run's result, also
     in `cfg.output_dir`."""
-    backend = make_backend(cfg)  # checkpoint problems surface here, before any output is written
+    # Checkpoint problems surface here, before any output is written; so does a measured batch
+    # size (`--eval.measure_batch_size`), which the run's config then records.
+    backend, cfg = make_backend(cfg)
     freeze_what_is_loaded()  # torch and the policy: kept out of the episodes' full collections
     try:
         logger.info("output dir: %s", cfg.output_dir)
@@ -107,8 +121,9 @@ def where_envs_run(eval_cfg: EvalConfig) -> str:
     return workers + (f", {in_process} in the main process" if in_process else "")
 
 
-def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
-    """The backend `--eval.backend` names, with the policy built (local) or checked (Ray)."""
+def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConfig]:
+    """The backend `--eval.backend` names, with the policy built (local) or checked (Ray), and
+    the config it runs: the local backend's batch size settled (`with_settled_batch_size`)."""
     settings = rollout_settings(cfg)
     if cfg.eval.backend == "ray":
         make_policy(
@@ -116,12 +131,85 @@ def make_backend(cfg: EvalPipelineConfig) -> EvalBackend:
         ).close()  # only a check: each actor builds its own
         from lerobot.evaluation.run.ray_backend import RayBackend  # imports ray
 
-        return RayBackend(cfg, settings)
+        return RayBackend(cfg, settings), cfg
     policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
-    preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
-    settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
+    try:
+        preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
+        settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
+        cfg = with_settled_batch_size(cfg, policy, settings)
+    except BaseException:
+        policy.close()
+        raise
     recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
-    return make_local_backend(policy, settings, cfg.env, cfg.eval, recorders)
+    return make_local_backend(policy, settings, cfg.env, cfg.eval, recorders), cfg
+
+
+def with_settled_batch_size(
+    cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings
+) -> EvalPipelineConfig:
+    """`cfg` with the batch size it runs at: measured now (`--eval.measure_batch_size=true`, and
+    remembered), the one measured earlier for this workload on this machine (`--eval.batch_size=0`),
+    or as it was (a given size, or the core-count rule when nothing was measured)."""
+    if cfg.eval.batch_size and not cfg.eval.measure_batch_size:
+        return cfg
+    workload = batch_workload(cfg, policy)
+    if cfg.eval.measure_batch_size:
+        batch_size = _measure_and_remember(cfg, policy, settings, workload)
+    else:
+        remembered = remembered_batch_size(workload)
+        if remembered is None:
+            return cfg
+        batch_size = remembered.batch_size
+        logger.info(
+            "auto batch size %d: measured for this workload on this machine at %s (%s)",
+            batch_size,
+            remembered.measured_at,
+            batch_sizes_file(),
+        )
+    settled = copy.copy(cfg)
+    settled.eval = dataclasses.replace(cfg.eval, batch_size=batch_size, measure_batch_size=False)
+    return settled
+
+
+def batch_workload(cfg: EvalPipelineConfig, policy: RowPolicy) -> dict[str, Any]:
+    """What a measured batch size holds for: the env's settings, the policy type, where it runs
+    (and in which precision), and the machine."""
+    device = policy_device(policy)
+    return {
+        "env": {"type": cfg.env.type, **encode_config(cfg.env)},
+        "policy": {"type": cfg.policy.type, "device": device.type, "use_amp": bool(cfg.policy.use_amp)},
+        "machine": machine_description(str(device)),
+    }
+
+
+def _measure_and_remember(
+    cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings, workload: dict[str, Any]
+) -> int:
+    """Measure the candidate batch sizes on the first task, remember the best, and return it."""
+    task = cfg.env.tasks()[0]
+    candidates = candidate_batches(workload["machine"]["cores"])
+    logger.info("measuring batch sizes %s on %s", ", ".join(map(str, candidates)), task.label)
+
+    def rate_at(batch_size: int) -> float:
+        # As many episodes as envs, so that the run's own episode count does not clamp the batch.
+        eval_cfg = dataclasses.replace(
+            cfg.eval, batch_size=batch_size, n_episodes=batch_size, shard=None, measure_batch_size=False
+        )
+        env = task_env_for(cfg.env, eval_cfg, task)
+        try:
+            return env_steps_per_second(env, policy, settings, task)
+        finally:
+            env.close()
+
+    measurement = measure_batch_sizes(rate_at, candidates)
+    remembered = RememberedBatchSize(
+        batch_size=measurement.best,
+        measured_at=utc_now().isoformat(timespec="seconds"),
+        env_steps_per_s={rate.batch_size: round(rate.env_steps_per_s, 1) for rate in measurement.rates},
+    )
+    path = remember_batch_size(workload, remembered)
+    logger.info("batch size %d: the fastest measured; remembered in %s", measurement.best, path)
+    return measurement.best
 
 
 def make_local_backend(
@@ -132,16 +220,25 @@ def make_local_backend(
     recorders: TaskRecorders | None = None,
 ) -> LocalBackend:
     """`policy` on fresh envs of `env_cfg`'s tasks, as many per task and as `--eval.*` says."""
-    n_envs, use_async = eval_cfg.resolved_batch_size, eval_cfg.resolved_use_async
-    in_process, per_worker = eval_cfg.resolved_envs_in_main_process, eval_cfg.resolved_envs_per_worker
     return LocalBackend(
         policy,
         settings,
-        lambda task: make_task_env(
-            env_cfg, task, n_envs, use_async, eval_cfg.step_timeout_s, in_process, per_worker
-        ),
+        lambda task: task_env_for(env_cfg, eval_cfg, task),
         max_parallel_tasks=env_cfg.max_parallel_tasks,
         recorders=recorders,
+    )
+
+
+def task_env_for(env_cfg: EnvConfig, eval_cfg: EvalConfig, task: TaskSpec) -> SlotEnv:
+    """A fresh vector env of `task`, as many envs, as many workers and where `--eval.*` says."""
+    return make_task_env(
+        env_cfg,
+        task,
+        eval_cfg.resolved_batch_size,
+        eval_cfg.resolved_use_async,
+        eval_cfg.step_timeout_s,
+        eval_cfg.resolved_envs_in_main_process,
+        eval_cfg.resolved_envs_per_worker,
     )
 
 

@@ -13,6 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from lerobot.utils.cache_dir import lerobot_cache_dir
 from lerobot.utils.errors import ConfigError
 
 INSTALL_HINT = "install the extra: pip install 'lerobot[libero]'"
@@ -49,11 +50,8 @@ def check_installed() -> None:
 
 
 def libero_cache_dir() -> Path:
-    """Where our LIBERO config lives: $LEROBOT_CACHE_DIR, else $XDG_CACHE_HOME/lerobot, else ~/.cache/lerobot."""
-    if os.environ.get("LEROBOT_CACHE_DIR"):
-        return Path(os.environ["LEROBOT_CACHE_DIR"]) / "libero"
-    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(xdg) / "lerobot" / "libero"
+    """Where our LIBERO config lives: `libero/` in lerobot's cache folder (`lerobot_cache_dir`)."""
+    return lerobot_cache_dir() / "libero"
 
 
 def write_libero_config() -> Path:

@@ -56,6 +56,9 @@ class RolloutHooks:
     on_episode_end: Callable[[EpisodeResult], None] | None = None
     on_step: StepHook | None = None
     """Called for every active slot once its action is known (recording demonstrations)."""
+    on_steps: Callable[[int], None] | None = None
+    """Called after every round with the number of env steps it took (each step of a chunk
+    counts): what measuring a batch size's throughput counts (`batch_probe`)."""
     should_stop: Callable[[], bool] | None = None
     """Asked before every step; True ends the loop with RolloutStoppedError (a run stopping its
     other tasks when one fails or is interrupted)."""
@@ -424,6 +427,8 @@ class _RolloutLoop:
         if planned.active:
             actions = planned.actions
             self.step_index += max(len(actions[i]) for i in planned.active) if planned.chunked else 1
+        if self.hooks.on_steps is not None:
+            self.hooks.on_steps(_env_steps_taken(steps))
         if planned.starting:
             self._start_episodes(planned.starting, planned.episodes, planned.seeds, resets)
 
@@ -687,6 +692,14 @@ class _RolloutLoop:
         self.slots[env_id] = None
         if self.hooks.on_episode_end is not None:
             self.hooks.on_episode_end(result)
+
+
+def _env_steps_taken(outcomes: Sequence[Any]) -> int:
+    """The env steps a round's outcomes took: one per step, a chunk's own count, none for a failure."""
+    return sum(
+        len(outcome.steps) if isinstance(outcome, ChunkResult) else isinstance(outcome, StepResult)
+        for outcome in outcomes
+    )
 
 
 def _failed_rows(rows: Sequence[int] | None, active: Sequence[int]) -> list[int]:

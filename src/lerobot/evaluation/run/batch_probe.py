@@ -1,0 +1,132 @@
+"""Which batch size gives a workload the most env steps per second on this machine: measured.
+
+`--eval.batch_size=0` without a measurement guesses from the core count (`auto_batch_size`).
+A guess cannot know whether the simulator, the renderer, the policy or the harness's own
+round trips bound a step, and each moves the best batch: on a 16-core GPU box ACT on 480x480
+renders kept gaining up to 32 envs and beyond (issue 29), where state-only envs on 2 cores
+peak at 2 to 4. So `--eval.measure_batch_size=true` runs the real loop (this policy, this
+env, its workers laid out as the run would) at a few batch sizes, in ascending order, for a
+few seconds each after a warm-up that leaves out starting the workers, and stops climbing
+once a larger batch no longer gains. Episodes run for the measurement are thrown away;
+results never depend on the batch size (per-episode seeds and policy rows).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from lerobot.configs.env import TaskSpec
+from lerobot.configs.eval import MAX_AUTO_BATCH_SIZE
+from lerobot.envs.vector import SlotEnv
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
+from lerobot.policies.pretrained import RowPolicy
+
+logger = logging.getLogger(__name__)
+
+PROBED_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64)
+WARMUP_S = 2.0
+"""Steps of a batch's first seconds are not counted: its workers start and build their
+simulators, the policy's first calls allocate (CUDA kernels, caches)."""
+WINDOW_S = 5.0
+"""How long each batch size is measured after its warm-up."""
+MIN_GAIN = 0.03
+"""A larger batch must step this much faster to be worth its processes and memory."""
+EPISODES_PER_ENV = 1000
+"""Episodes queued per env: more than any measurement finishes, so no slot idles."""
+
+
+@dataclass(frozen=True)
+class BatchRate:
+    batch_size: int
+    env_steps_per_s: float
+
+
+@dataclass(frozen=True)
+class BatchMeasurement:
+    rates: tuple[BatchRate, ...]
+    """In the order measured (ascending batch sizes)."""
+
+    @property
+    def best(self) -> int:
+        """The smallest batch size within MIN_GAIN of the fastest: as fast, fewer processes."""
+        fastest = max(rate.env_steps_per_s for rate in self.rates)
+        return min(r.batch_size for r in self.rates if r.env_steps_per_s * (1 + MIN_GAIN) >= fastest)
+
+
+def candidate_batches(cores: int, cap: int = MAX_AUTO_BATCH_SIZE) -> list[int]:
+    """Batch sizes worth measuring: from half the cores (fewer envs than cores leave cores idle)
+    to four times as many (envs waiting on a GPU render or a policy call leave their core to
+    another), at most `cap`."""
+    return [b for b in PROBED_BATCHES if cores / 2 <= b <= min(cap, 4 * cores)] or [1]
+
+
+def measure_batch_sizes(
+    env_steps_per_s: Callable[[int], float], candidates: Sequence[int]
+) -> BatchMeasurement:
+    """Measure `candidates` in ascending order with `env_steps_per_s(batch_size)`, stopping at
+    the first that is not MIN_GAIN faster than the fastest before it: past the machine's
+    saturation each larger batch only adds processes."""
+    rates: list[BatchRate] = []
+    for batch_size in sorted(candidates):
+        rate = BatchRate(batch_size, env_steps_per_s(batch_size))
+        logger.info("batch size %d: %.0f env-steps/s", batch_size, rate.env_steps_per_s)
+        fastest = max((r.env_steps_per_s for r in rates), default=0.0)
+        rates.append(rate)
+        if rates[:-1] and rate.env_steps_per_s < fastest * (1 + MIN_GAIN):
+            break
+    return BatchMeasurement(tuple(rates))
+
+
+class _StepClock:
+    """Counts the env steps of the rounds that end between the warm-up and the end of the window."""
+
+    def __init__(self, warmup_s: float, window_s: float):
+        self.warmup_s, self.window_s = warmup_s, window_s
+        self.first_round: float | None = None
+        self.started: float | None = None
+        self.last_round = 0.0
+        self.steps = 0
+
+    def count(self, steps: int) -> None:
+        now = time.perf_counter()
+        if self.first_round is None:
+            self.first_round = now
+        if self.started is not None:
+            self.steps += steps
+            self.last_round = now
+        elif now - self.first_round >= self.warmup_s:
+            self.started = now  # this round ends the warm-up; the next ones count
+
+    def window_over(self) -> bool:
+        return self.started is not None and time.perf_counter() - self.started >= self.window_s
+
+    def rate(self) -> float:
+        if self.started is None or self.last_round <= self.started:
+            return 0.0
+        return self.steps / (self.last_round - self.started)
+
+
+def env_steps_per_second(
+    env: SlotEnv,
+    policy: RowPolicy,
+    settings: RolloutSettings,
+    task: TaskSpec,
+    warmup_s: float | None = None,
+    window_s: float | None = None,
+) -> float:
+    """Env steps per second of the rollout loop on `env` with `policy`, over `window_s` after
+    `warmup_s` (default WARMUP_S and WINDOW_S); no videos. The policy's rows are reset afterwards."""
+    clock = _StepClock(WARMUP_S if warmup_s is None else warmup_s, WINDOW_S if window_s is None else window_s)
+    episodes = range(EPISODES_PER_ENV * env.num_envs)
+    settings = replace(settings, start_seed=0, max_episodes_rendered=0, videos_dir=None)
+    hooks = RolloutHooks(on_steps=clock.count, should_stop=clock.window_over)
+    try:
+        run_episodes(env, policy, episodes, settings, task, hooks)
+    except RolloutStoppedError:
+        pass
+    finally:
+        policy.reset()
+    return clock.rate()

@@ -1,0 +1,87 @@
+"""Measuring the batch size that steps a workload fastest (`--eval.measure_batch_size`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lerobot.configs.policies import PreTrainedConfig
+from lerobot.envs.factory import make_env_config, make_task_env
+from lerobot.evaluation.run import batch_probe
+from lerobot.evaluation.run.batch_probe import (
+    BatchMeasurement,
+    BatchRate,
+    candidate_batches,
+    env_steps_per_second,
+    measure_batch_sizes,
+)
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.policies.random.modeling_random import RandomPolicy
+from tests.evaluation.test_chunks_in_workers import QueueingPolicy, vec
+
+
+@pytest.mark.parametrize(
+    ("cores", "expected"),
+    [
+        (1, [1, 2, 4]),
+        (2, [1, 2, 4, 8]),
+        (16, [8, 16, 24, 32, 48, 64]),
+        (64, [32, 48, 64]),
+        (128, [64]),
+    ],
+)
+def test_candidates_run_from_half_to_four_times_the_cores_up_to_64(cores, expected):
+    assert candidate_batches(cores) == expected
+
+
+def test_climbing_stops_at_the_first_batch_that_does_not_gain():
+    rates = {1: 1000.0, 2: 1900.0, 4: 1940.0, 8: 5000.0}
+    asked = []
+
+    def rate(batch_size):
+        asked.append(batch_size)
+        return rates[batch_size]
+
+    measurement = measure_batch_sizes(rate, [8, 4, 2, 1])
+    assert asked == [1, 2, 4]  # 4 gains 2% over 2: 8 is never started
+    assert measurement.best == 2  # within 3% of the fastest, with fewer processes
+
+
+def test_the_best_is_the_smallest_batch_within_three_percent_of_the_fastest():
+    rates = (BatchRate(8, 900.0), BatchRate(16, 1000.0), BatchRate(24, 1020.0), BatchRate(32, 1010.0))
+    assert BatchMeasurement(rates).best == 16
+    assert BatchMeasurement((BatchRate(8, 900.0), BatchRate(16, 800.0))).best == 8
+
+
+@pytest.mark.parametrize("chunks", [True, False])
+def test_the_step_count_of_every_round_adds_up_to_the_episodes_steps(chunks):
+    """Chunks stepped in workers count each of their steps, as one step per round does."""
+    counted = []
+    settings = RolloutSettings(start_seed=0, chunks_in_workers=chunks)
+    env = vec(3, use_async=True)
+    try:
+        results = run_episodes(
+            env, QueueingPolicy(), range(7), settings, hooks=RolloutHooks(on_steps=counted.append)
+        )
+    finally:
+        env.close()
+    assert sum(counted) == sum(result.n_steps for result in results) > 0
+    assert (max(counted) > 3) is chunks  # a round of 3 envs steps more than 3 only with chunks
+
+
+def test_a_real_simulator_batch_is_measured_over_its_window_and_the_policy_forgets_its_rows(metaworld):
+    env_cfg = make_env_config("metaworld", task="push-v3", obs_type="state", episode_length=50)
+    task = env_cfg.tasks()[0]
+    policy = RandomPolicy.for_env(PreTrainedConfig.get_choice_class("random")(device="cpu"), env_cfg)
+    env = make_task_env(env_cfg, task, 2, use_async_envs=True)
+    try:
+        rate = env_steps_per_second(env, policy, RolloutSettings(), task, warmup_s=0.3, window_s=1.0)
+    finally:
+        env.close()
+    assert 50 < rate < 100_000  # Meta-World on the state steps hundreds to thousands per second
+    assert policy._rngs == {}  # no episode's generator is left for the run that follows
+
+
+def test_a_window_without_counted_rounds_is_no_rate():
+    clock = batch_probe._StepClock(warmup_s=10.0, window_s=1.0)
+    clock.count(5)
+    assert clock.rate() == 0.0 and not clock.window_over()
