@@ -42,9 +42,11 @@ nproc
 # script tried here, on a Python 3.12 of the GPU machine's packages (PYTHON=...), before device
 # time is spent on it.
 smoke=()
+smoke_measure=()
 [ -n "${GPU_CHECK_SMOKE:-}" ] && smoke=(--device cpu --episodes 2 --episode-length 20 --image-size 64 --batches 2 --tiny-vla)
+[ -n "${GPU_CHECK_SMOKE:-}" ] && smoke_measure=(--device cpu --episodes 4 --episode-length 20 --image-size 64)
 # GPU_CHECK_STEPS="render smolvla" runs only those steps (a rerun); default: all of them.
-only="${GPU_CHECK_STEPS:-render ceiling vla sweep before groups layout act smolvla pi random compile}"
+only="${GPU_CHECK_STEPS:-render ceiling vla sweep measure before groups layout act smolvla pi random compile}"
 step() { # step ID NAME SECONDS COMMAND...
     local id="$1" name="$2" limit="$3"
     shift 3
@@ -91,6 +93,9 @@ step sweep "issue 29's table: the same at batch 8, 64 and 1" 180 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 32 \
     --episode-length 200 --batches 8,64,1 --cases act-pixels,random-state \
     --json "$out/ceiling_sweep.json" "${smoke[@]}"
+step measure "issue 29: --eval.measure_batch_size against the core-count rule, ACT on 480x480" 150 \
+    "$python" benchmarks/measure_batch.py --device cuda --image-size 480 --episodes 64 \
+    --episode-length 200 --cases act-pixels --json "$out/measure_batch.json" "${smoke_measure[@]}"
 step before "issue 29: ACT at batch 32 with one step per round (--eval.chunks_in_workers=false)" 90 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 32 --cases act-pixels-per-step \

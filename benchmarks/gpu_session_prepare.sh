@@ -17,7 +17,7 @@ bash benchmarks/gpu_train_check_prepare.sh >/tmp/gpu_train_check_prepare.log 2>&
 python=$(bash benchmarks/gpu_mimic_venv.sh | tail -n 1) || failed+=("gpu_mimic_venv.sh")
 # What the checks install and log there, as on a fresh machine.
 rm -rf /tmp/site /tmp/gpu_train_site /tmp/gpu_check_smoke /tmp/gpu_train_check_smoke
-PYTHON="$python" GPU_CHECK_SMOKE=1 GPU_CHECK_STEPS="ceiling vla sweep" OUT=/tmp/gpu_check_smoke \
+PYTHON="$python" GPU_CHECK_SMOKE=1 GPU_CHECK_STEPS="ceiling vla sweep measure" OUT=/tmp/gpu_check_smoke \
     bash benchmarks/gpu_check.sh >/dev/null 2>&1
 grep "^=== .*exit" /tmp/gpu_check_smoke/gpu_check.log
 grep -q "^=== .*exit [1-9]" /tmp/gpu_check_smoke/gpu_check.log && failed+=("gpu_check.sh smoke (/tmp/gpu_check_smoke)")

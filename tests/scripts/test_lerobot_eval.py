@@ -97,6 +97,25 @@ def test_a_measured_batch_size_is_run_and_remembered_for_the_same_workload(tmp_p
 
 
 @pytest.mark.slow
+def test_a_batch_size_that_cannot_be_remembered_is_still_run(tmp_path, monkeypatch, capsys):
+    from lerobot.evaluation.run import batch_probe
+
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("LEROBOT_CACHE_DIR", str(tmp_path / "not-a-folder"))
+    monkeypatch.setattr(batch_probe, "WARMUP_S", 0.1)
+    monkeypatch.setattr(batch_probe, "WINDOW_S", 0.3)
+    flags = ["--policy.type=random", "--env.type=metaworld", "--env.task=reach-v3", "--env.obs_type=state"]
+    flags += ["--env.episode_length=10", "--eval.n_episodes=2", "--eval.max_episodes_rendered=0"]
+    info = run_cli(tmp_path, *flags, "--eval.measure_batch_size=true")
+    assert info["overall"]["n_episodes"] == 2
+    warned = capsys.readouterr().err
+    assert "the fastest measured, not remembered: " in warned
+    assert (
+        "eval_batch_sizes.json: cannot write (" in warned and "set LEROBOT_CACHE_DIR to a writable" in warned
+    )
+
+
+@pytest.mark.slow
 def test_results_are_identical_for_any_batch_and_wherever_its_envs_run(tmp_path):
     common = [
         "--policy.type=random",

@@ -46,6 +46,7 @@ from lerobot.evaluation.store.result_files import write_partial_results, write_r
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.policies.pretrained import RowPolicy
 from lerobot.utils.device_utils import policy_device
+from lerobot.utils.errors import ResultsWriteError
 from lerobot.utils.gc_utils import freeze_what_is_loaded
 
 logger = logging.getLogger(__name__)
@@ -207,8 +208,12 @@ def _measure_and_remember(
         measured_at=utc_now().isoformat(timespec="seconds"),
         env_steps_per_s={rate.batch_size: round(rate.env_steps_per_s, 1) for rate in measurement.rates},
     )
-    path = remember_batch_size(workload, remembered)
-    logger.info("batch size %d: the fastest measured; remembered in %s", measurement.best, path)
+    try:
+        path = remember_batch_size(workload, remembered)
+    except ResultsWriteError as exc:  # the run goes on at the measured size; later runs guess
+        logger.warning("batch size %d: the fastest measured, not remembered: %s", measurement.best, exc)
+    else:
+        logger.info("batch size %d: the fastest measured; remembered in %s", measurement.best, path)
     return measurement.best
 
 

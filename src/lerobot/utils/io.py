@@ -25,23 +25,27 @@ def to_strict_json(value: Any) -> Any:
     return value
 
 
-def write_json_atomic(data: Any, path: Path) -> Path:
+OUTPUT_DIR_HINT = "free space or choose another --output_dir"
+
+
+def write_json_atomic(data: Any, path: Path, hint: str = OUTPUT_DIR_HINT) -> Path:
     """Write strict JSON through a temporary file and a rename: readers never see half a file."""
-    return write_text_atomic(json.dumps(to_strict_json(data), indent=2, allow_nan=False), path)
+    return write_text_atomic(json.dumps(to_strict_json(data), indent=2, allow_nan=False), path, hint)
 
 
-def write_text_atomic(text: str, path: Path) -> Path:
+def write_text_atomic(text: str, path: Path, hint: str = OUTPUT_DIR_HINT) -> Path:
     """Write `text` to a temporary file in the same folder, fsync it, then rename it over `path`.
 
     The file gets the permissions a plain `open` would give it (mkstemp makes it private), so
-    results on a shared disk stay readable by the rest of the team.
+    results on a shared disk stay readable by the rest of the team. A failure is one line
+    naming the file, the reason and `hint` (what the user can do about it).
     """
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise cannot_write(path, exc) from None
+        raise cannot_write(path, exc, hint) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -52,7 +56,7 @@ def write_text_atomic(text: str, path: Path) -> Path:
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise cannot_write(path, exc) from None
+            raise cannot_write(path, exc, hint) from None
         raise
     return path
 
@@ -70,11 +74,9 @@ def make_output_dir(out: Path, flag: str) -> None:
         raise ConfigError(f"{flag}={out}: not writable (read-only file system or permissions)")
 
 
-def cannot_write(path: Path, exc: OSError) -> ResultsWriteError:
+def cannot_write(path: Path, exc: OSError, hint: str = OUTPUT_DIR_HINT) -> ResultsWriteError:
     """One line naming the file and the reason (disk full, read-only file system, ...)."""
-    return ResultsWriteError(
-        f"{path}: cannot write ({exc.strerror or exc}); free space or choose another --output_dir"
-    )
+    return ResultsWriteError(f"{path}: cannot write ({exc.strerror or exc}); {hint}")
 
 
 def _current_umask() -> int:

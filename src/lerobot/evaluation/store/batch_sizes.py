@@ -86,7 +86,7 @@ def remember_batch_size(workload: dict[str, Any], remembered: RememberedBatchSiz
             "env_steps_per_s": {str(k): v for k, v in remembered.env_steps_per_s.items()},
         }
     )
-    return write_json_atomic(entries, batch_sizes_file())
+    return write_json_atomic(entries, batch_sizes_file(), hint="set LEROBOT_CACHE_DIR to a writable folder")
 
 
 def _read_entries() -> list[dict[str, Any]]:

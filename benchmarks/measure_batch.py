@@ -1,0 +1,119 @@
+"""The measured auto batch size against the core-count rule (issue 29: "measure it, do not guess").
+
+For each case this runs, each in a fresh process and with its own empty LEROBOT_CACHE_DIR:
+  (a) `lerobot-eval --eval.measure_batch_size=true` on the case's workload, which measures
+      env-steps/s at the candidate batch sizes and runs the episodes at the fastest;
+  (b) the same episodes with `--eval.batch_size=0` and nothing measured: the core-count rule
+      (`auto_batch_size`);
+and prints the rates the measurement saw, the size each side ran at and each run's env-steps/s
+over eval_info.json's eval_s (which leaves out the measurement itself: it is paid once per
+workload and machine). Cases as in harness_ceiling.py: `random-state`, `act-pixels` (a random
+ACT in LeRobot's format, chunk 10, one image + 4-d state), `act-state`.
+
+    python benchmarks/measure_batch.py --cases random-state --episodes 32 --episode-length 200
+    python benchmarks/measure_batch.py --device cuda --image-size 480 --cases act-pixels,random-state  # GPU box
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import harness_ceiling  # benchmarks/, next to this script
+import throughput_act
+
+from lerobot.configs.eval import auto_batch_size
+
+CASES = ("random-state", "act-pixels", "act-state")
+
+
+def run_eval(args: argparse.Namespace, case: str, checkpoint: Path, out: Path, measure: bool) -> dict:
+    policy = ["--policy.type=random"] if case.startswith("random") else [f"--policy.path={checkpoint}"]
+    flags = [
+        *harness_ceiling.env_flags(args, case),
+        *policy,
+        f"--policy.device={args.device}",
+        f"--eval.n_episodes={args.episodes}",
+        "--eval.max_episodes_rendered=0",
+        f"--eval.measure_batch_size={str(measure).lower()}",
+        f"--seed={args.seed}",
+        f"--output_dir={out}",
+    ]
+    result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
+    config = json.loads((out / "run_config.json").read_text())
+    return {
+        **result,
+        "env_steps": throughput_act.episode_steps(out),
+        "batch_size": config["eval"]["batch_size"] or auto_batch_size(args.episodes),
+    }
+
+
+def measured_rates(cache_dir: Path) -> dict[str, float]:
+    [entry] = json.loads((cache_dir / "eval_batch_sizes.json").read_text())
+    return entry["env_steps_per_s"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cases", default="random-state")
+    parser.add_argument("--task", default="push-v3")
+    parser.add_argument("--episodes", type=int, default=32)
+    parser.add_argument("--episode-length", type=int, default=200)
+    parser.add_argument("--image-size", type=int, default=64, help="camera height and width")
+    parser.add_argument("--n-action-steps", type=int, default=10, help="ACT's chunk and n_action_steps")
+    parser.add_argument("--device", default="cpu", help="where the policy runs (cuda on a GPU box)")
+    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--json", type=Path, help="also write the numbers here")
+    args = parser.parse_args()
+    cases = args.cases.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        parser.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed environment runs
+    print(f"machine: {os.cpu_count()} cores, device {args.device}", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            checkpoint = Path(tmp) / f"{case}-act"
+            if case.startswith("act"):
+                throughput_act.build_checkpoint(
+                    checkpoint,
+                    args.n_action_steps,
+                    args.n_action_steps,
+                    small=True,
+                    image_size=args.image_size,
+                    state_dim=harness_ceiling.FULL_STATE_DIM if case == "act-state" else 0,
+                )
+            sides = {}
+            for side, measure in (("measured", True), ("rule", False)):
+                os.environ["LEROBOT_CACHE_DIR"] = str(Path(tmp) / f"{case}-{side}-cache")
+                sides[side] = run_eval(args, case, checkpoint, Path(tmp) / f"{case}-{side}", measure)
+            rates = measured_rates(Path(tmp) / f"{case}-measured-cache")
+            row = {
+                "case": case,
+                "measured_env_steps_per_s": rates,
+                **{f"{side}_batch": r["batch_size"] for side, r in sides.items()},
+                **{f"{side}_env_steps_per_s": round(harness_ceiling.rate(r), 1) for side, r in sides.items()},
+            }
+            rows.append(row)
+            shown = ", ".join(f"{batch}: {rate:,.0f}" for batch, rate in rates.items())
+            print(
+                f"{case}: measured {{{shown}}} -> batch {row['measured_batch']} ran "
+                f"{row['measured_env_steps_per_s']:,.0f} env-steps/s; the rule's batch "
+                f"{row['rule_batch']} ran {row['rule_env_steps_per_s']:,.0f} "
+                f"(x{row['measured_env_steps_per_s'] / row['rule_env_steps_per_s']:.2f})",
+                flush=True,
+            )
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
