@@ -5,7 +5,7 @@ For each case this runs, each in a fresh process and with its own empty LEROBOT_
       env-steps/s at the candidate batch sizes and runs the episodes at the fastest;
   (b) the same episodes with `--eval.batch_size=0` and nothing measured: the core-count rule
       (`auto_batch_size`);
-and prints the rates the measurement saw, the size each side ran at and each run's env-steps/s
+and prints the rates the measurement saw ("8/2": batch 8 in 2 row groups), the size each side ran at and each run's env-steps/s
 over eval_info.json's eval_s (which leaves out the measurement itself: it is paid once per
 workload and machine). Cases as in harness_ceiling.py: `random-state`, `act-pixels` (a random
 ACT in LeRobot's format, chunk 10, one image + 4-d state), `act-state`.
@@ -49,12 +49,17 @@ def run_eval(args: argparse.Namespace, case: str, checkpoint: Path, out: Path, m
         **result,
         "env_steps": throughput_act.episode_steps(out),
         "batch_size": config["eval"]["batch_size"] or auto_batch_size(args.episodes),
+        "row_groups": config["eval"]["row_groups"] or 1,
     }
 
 
 def measured_rates(cache_dir: Path) -> dict[str, float]:
+    """{"8": env-steps/s, "8/2" (batch 8 in 2 row groups): ...}, in the order measured."""
     [entry] = json.loads((cache_dir / "eval_batch_sizes.json").read_text())
-    return entry["env_steps_per_s"]
+    return {
+        f"{r['batch_size']}" + (f"/{r['row_groups']}" if r["row_groups"] > 1 else ""): r["env_steps_per_s"]
+        for r in entry["measured"]
+    }
 
 
 def main() -> int:
@@ -99,12 +104,15 @@ def main() -> int:
                 "case": case,
                 "measured_env_steps_per_s": rates,
                 **{f"{side}_batch": r["batch_size"] for side, r in sides.items()},
+                "measured_row_groups": sides["measured"]["row_groups"],
                 **{f"{side}_env_steps_per_s": round(harness_ceiling.rate(r), 1) for side, r in sides.items()},
             }
             rows.append(row)
             shown = ", ".join(f"{batch}: {rate:,.0f}" for batch, rate in rates.items())
+            groups = row["measured_row_groups"]
             print(
-                f"{case}: measured {{{shown}}} -> batch {row['measured_batch']} ran "
+                f"{case}: measured {{{shown}}} -> batch {row['measured_batch']}"
+                f"{f' in {groups} row groups' if groups > 1 else ''} ran "
                 f"{row['measured_env_steps_per_s']:,.0f} env-steps/s; the rule's batch "
                 f"{row['rule_batch']} ran {row['rule_env_steps_per_s']:,.0f} "
                 f"(x{row['measured_env_steps_per_s'] / row['rule_env_steps_per_s']:.2f})",

@@ -88,7 +88,7 @@ def test_envs_in_the_main_process_are_all_of_them_without_workers_and_at_most_th
         ({"max_episodes_rendered": -1}, r"^--eval.max_episodes_rendered=-1"),
         ({"envs_in_main_process": -1}, r"^--eval.envs_in_main_process=-1: must be 0 or more"),
         ({"envs_per_worker": -1}, r"^--eval.envs_per_worker=-1: must be 0 \(auto\) or a positive integer$"),
-        ({"row_groups": 0}, r"^--eval.row_groups=0: must be 1 \(lockstep\) or more$"),
+        ({"row_groups": -1}, r"^--eval.row_groups=-1: must be 0 \(auto\), 1 \(lockstep\) or more$"),
         (
             {"measure_batch_size": True, "batch_size": 4},
             r"^--eval.measure_batch_size=true: it chooses the batch size; drop --eval.batch_size=4$",

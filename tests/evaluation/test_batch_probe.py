@@ -9,12 +9,13 @@ from lerobot.envs.factory import make_env_config, make_task_env
 from lerobot.evaluation.run import batch_probe
 from lerobot.evaluation.run.batch_probe import (
     BatchMeasurement,
-    BatchRate,
     candidate_batches,
+    candidate_row_groups,
     env_steps_per_second,
     measure_batch_sizes,
 )
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.evaluation.store.batch_sizes import BatchRate
 from lerobot.policies.random.modeling_random import RandomPolicy
 from tests.evaluation.test_chunks_in_workers import QueueingPolicy, vec
 
@@ -33,23 +34,52 @@ def test_candidates_run_from_half_to_four_times_the_cores_up_to_64(cores, expect
     assert candidate_batches(cores) == expected
 
 
-def test_climbing_stops_at_the_first_batch_that_does_not_gain():
-    rates = {1: 1000.0, 2: 1900.0, 4: 1940.0, 8: 5000.0}
+def test_row_groups_are_measured_where_there_are_as_many_units():
+    assert (
+        candidate_row_groups(1) == [] and candidate_row_groups(3) == [2] and candidate_row_groups(5) == [2, 4]
+    )
+
+
+def measured_in_order(rates: dict[tuple[int, int], float], candidates, groups_at=None, row_groups=1):
     asked = []
 
-    def rate(batch_size):
-        asked.append(batch_size)
-        return rates[batch_size]
+    def rate(batch_size, groups):
+        asked.append((batch_size, groups))
+        return rates[(batch_size, groups)]
 
-    measurement = measure_batch_sizes(rate, [8, 4, 2, 1])
-    assert asked == [1, 2, 4]  # 4 gains 2% over 2: 8 is never started
-    assert measurement.best == 2  # within 3% of the fastest, with fewer processes
+    return measure_batch_sizes(rate, candidates, groups_at, row_groups), asked
+
+
+def test_climbing_stops_at_the_first_batch_that_does_not_gain():
+    rates = {(1, 1): 1000.0, (2, 1): 1900.0, (4, 1): 1940.0, (8, 1): 5000.0}
+    measurement, asked = measured_in_order(rates, [8, 4, 2, 1])
+    assert asked == [(1, 1), (2, 1), (4, 1)]  # 4 gains 2% over 2: 8 is never started
+    assert measurement.best == BatchRate(2, 1900.0)  # within 3% of the fastest, with fewer processes
+
+
+def test_the_fastest_batch_is_then_measured_in_row_groups_while_they_gain():
+    rates = {(1, 1): 500.0, (2, 1): 1000.0, (4, 1): 900.0, (2, 2): 1200.0, (2, 4): 1210.0}
+    measurement, asked = measured_in_order(rates, [1, 2, 4], lambda batch_size: [4, 2])
+    assert asked == [(1, 1), (2, 1), (4, 1), (2, 2), (2, 4)]
+    assert measurement.best == BatchRate(2, 1200.0, row_groups=2)  # 4 groups gain under 3%
+
+
+def test_groups_that_lose_leave_lockstep_the_best():
+    rates = {(8, 1): 900.0, (16, 1): 1000.0, (24, 1): 980.0, (16, 2): 700.0, (16, 4): 2000.0}
+    measurement, asked = measured_in_order(rates, [8, 16, 24], lambda batch_size: [2, 4])
+    assert asked[-1] == (16, 2) and measurement.best == BatchRate(16, 1000.0)
+
+
+def test_given_row_groups_are_kept_for_every_batch_size():
+    rates = {(1, 3): 100.0, (2, 3): 50.0}
+    measurement, asked = measured_in_order(rates, [1, 2], row_groups=3)
+    assert asked == [(1, 3), (2, 3)] and measurement.best == BatchRate(1, 100.0, row_groups=3)
 
 
 def test_the_best_is_the_smallest_batch_within_three_percent_of_the_fastest():
     rates = (BatchRate(8, 900.0), BatchRate(16, 1000.0), BatchRate(24, 1020.0), BatchRate(32, 1010.0))
-    assert BatchMeasurement(rates).best == 16
-    assert BatchMeasurement((BatchRate(8, 900.0), BatchRate(16, 800.0))).best == 8
+    assert BatchMeasurement(rates).best == BatchRate(16, 1000.0)
+    assert BatchMeasurement((BatchRate(8, 900.0), BatchRate(16, 800.0))).best == BatchRate(8, 900.0)
 
 
 @pytest.mark.parametrize("chunks", [True, False])

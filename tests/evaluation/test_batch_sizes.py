@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from lerobot.evaluation.store.batch_sizes import (
+    BatchRate,
     RememberedBatchSize,
     batch_sizes_file,
     machine_description,
@@ -30,15 +31,17 @@ def workload(task="push-v3", device="cpu"):
     }
 
 
-def measured(batch_size, rates=None):
-    return RememberedBatchSize(batch_size, "2026-12-06T13:00:00+00:00", rates or {batch_size: 1000.0})
+def measured(batch_size, rates=None, row_groups=1):
+    rates = tuple(BatchRate(b, r) for b, r in (rates or {batch_size: 1000.0}).items())
+    return RememberedBatchSize(batch_size, row_groups, "2026-12-06T13:00:00+00:00", rates)
 
 
 def test_a_measurement_is_found_again_for_its_workload_only(cache_dir):
     assert remembered_batch_size(workload()) is None
-    path = remember_batch_size(workload(), measured(4, {2: 1500.0, 4: 2000.0, 8: 1990.0}))
+    remembered = measured(4, {2: 1500.0, 4: 2000.0, 8: 1990.0}, row_groups=2)
+    path = remember_batch_size(workload(), remembered)
     assert path == cache_dir / "eval_batch_sizes.json" == batch_sizes_file()
-    assert remembered_batch_size(workload()) == measured(4, {2: 1500.0, 4: 2000.0, 8: 1990.0})
+    assert remembered_batch_size(workload()) == remembered
     assert remembered_batch_size(workload(task="reach-v3")) is None
 
 

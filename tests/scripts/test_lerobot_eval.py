@@ -75,25 +75,27 @@ def test_a_measured_batch_size_is_run_and_remembered_for_the_same_workload(tmp_p
         "--seed=7",
     ]
 
-    def batch_size_run(name: str, *flags: str) -> tuple[int, list[tuple]]:
+    def batch_size_run(name: str, *flags: str) -> tuple[tuple[int, int], list[tuple]]:
         info = run_cli(tmp_path / name, *common, *flags)
         config = json.loads((tmp_path / name / "out" / "run_config.json").read_text())
-        return config["eval"]["batch_size"], per_episode_outcomes(info)
+        return (config["eval"]["batch_size"], config["eval"]["row_groups"]), per_episode_outcomes(info)
 
     measured, outcomes = batch_size_run(
         "measured", "--env.episode_length=20", "--eval.measure_batch_size=true"
     )
     [entry] = json.loads((tmp_path / "cache" / "eval_batch_sizes.json").read_text())
-    rates = {int(batch): rate for batch, rate in entry["env_steps_per_s"].items()}
-    candidates = batch_probe.candidate_batches(usable_cores())
-    assert list(rates) == candidates[: len(rates)] and all(rate > 0 for rate in rates.values())
-    assert measured == entry["batch_size"] in rates
+    tried = [(r["batch_size"], r["row_groups"]) for r in entry["measured"]]
+    lockstep = [batch for batch, groups in tried if groups == 1]
+    assert lockstep == batch_probe.candidate_batches(usable_cores())[: len(lockstep)]
+    assert all(r["env_steps_per_s"] > 0 for r in entry["measured"])
+    assert measured == (entry["batch_size"], entry["row_groups"]) and measured in tried
     assert entry["workload"]["env"]["type"] == "metaworld" and entry["workload"]["policy"]["type"] == "random"
 
     assert batch_size_run("remembered", "--env.episode_length=20") == (measured, outcomes)
-    assert batch_size_run("one", "--env.episode_length=20", "--eval.batch_size=1") == (1, outcomes)
+    one = batch_size_run("one", "--env.episode_length=20", "--eval.batch_size=1", "--eval.row_groups=1")
+    assert one == ((1, 1), outcomes)
     other_workload, _ = batch_size_run("other", "--env.episode_length=10")
-    assert other_workload == 0  # the core-count rule: nothing was measured for these env settings
+    assert other_workload == (0, 0)  # auto: nothing was measured for these env settings
 
 
 @pytest.mark.slow

@@ -90,10 +90,12 @@ class EvalConfig:
     A value above n_episodes is clamped to it."""
     measure_batch_size: bool = field(default=False, metadata=facts(result_neutral=True))
     """Before the run, measure the env steps per second of this policy on the first task at a
-    few batch sizes from half to four times the CPU cores (up to 64; seconds each), run with
-    the fastest (the smallest within 3% of it), and remember it for this machine and workload:
-    later runs of the same env settings and policy type on this device with --eval.batch_size=0
-    use it. Kept in $LEROBOT_CACHE_DIR (default ~/.cache/lerobot)/eval_batch_sizes.json."""
+    few batch sizes from half to four times the CPU cores (up to 64; seconds each), then the
+    fastest size in 2 and 4 row groups (unless --eval.row_groups is given), run with the
+    fastest (the smallest within 3% of it), and remember it for this machine and workload:
+    later runs of the same env settings and policy type on this device with
+    --eval.batch_size=0 (and --eval.row_groups=0) use it. Kept in $LEROBOT_CACHE_DIR (default
+    ~/.cache/lerobot)/eval_batch_sizes.json."""
     use_async_envs: bool = field(default=True, metadata=facts(result_neutral=True))
     """Step envs in worker processes; ignored (synchronous) when the batch has one env, and by
     the Ray backend, whose workers step their envs in-process."""
@@ -113,15 +115,16 @@ class EvalConfig:
     rest of each chunk to the env worker in one message, which steps it and renders only the
     observation the policy reads next: one round trip per chunk instead of per step.
     Per-episode results are identical either way."""
-    row_groups: int = field(default=1, metadata=facts(result_neutral=True))
+    row_groups: int = field(default=0, metadata=facts(result_neutral=True))
     """Split the batch into this many groups of envs that take turns: while the policy computes
     the next actions of one group, the workers of the others step, so an evaluation costs
     closer to max(policy, simulation) than to their sum (a GPU policy beside many envs).
     Groups are made of whole worker processes (at most one per worker); a policy that cannot
     keep rows aside (it cannot be served either) runs as one group. 1 = lockstep: every env
-    steps, then the policy computes for all. Each episode gets the same seed and policy row
-    either way; a neural policy's actions can differ in their last bits, as between batch
-    sizes (its matrix products run over the rows of one group)."""
+    steps, then the policy computes for all. 0 = auto: the grouping --eval.measure_batch_size
+    found fastest for this workload here, else lockstep. Each episode gets the same seed and
+    policy row either way; a neural policy's actions can differ in their last bits, as between
+    batch sizes (its matrix products run over the rows of one group)."""
     resume: bool = field(default=False, metadata=facts(result_neutral=True))
     """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
     step_timeout_s: float = field(default=300.0, metadata=facts(result_neutral=True))
@@ -178,8 +181,8 @@ class EvalConfig:
             raise ConfigError(
                 f"--eval.envs_in_main_process={self.envs_in_main_process}: must be 0 or more (none: auto)"
             )
-        if self.row_groups < 1:
-            raise ConfigError(f"--eval.row_groups={self.row_groups}: must be 1 (lockstep) or more")
+        if self.row_groups < 0:
+            raise ConfigError(f"--eval.row_groups={self.row_groups}: must be 0 (auto), 1 (lockstep) or more")
         if self.step_timeout_s <= 0:
             raise ConfigError(
                 f"--eval.step_timeout_s={self.step_timeout_s}: must be a positive number of seconds"

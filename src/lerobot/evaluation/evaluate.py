@@ -13,40 +13,27 @@ SIGTERM) or fails, eval_info.json and the report are still written from what fin
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import logging
 import math
 from pathlib import Path
-from typing import Any
 
-from lerobot.configs.env import EnvConfig, TaskSpec
+from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.envs.factory import make_task_env
-from lerobot.envs.vector import SlotEnv
 from lerobot.evaluation.results import RunResult
-from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders
-from lerobot.evaluation.run.batch_probe import candidate_batches, env_steps_per_second, measure_batch_sizes
+from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders, task_envs
+from lerobot.evaluation.run.batch_size import with_settled_batch_size
 from lerobot.evaluation.run.collector import RunCollector
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
 from lerobot.evaluation.run.rollout import RolloutSettings
-from lerobot.evaluation.store.batch_sizes import (
-    RememberedBatchSize,
-    batch_sizes_file,
-    machine_description,
-    remember_batch_size,
-    remembered_batch_size,
-)
 from lerobot.evaluation.store.journal import EpisodeJournal
-from lerobot.evaluation.store.output_dir import RunOutput, claimed_output_dir, encode_config
+from lerobot.evaluation.store.output_dir import RunOutput, claimed_output_dir
 from lerobot.evaluation.store.provenance import utc_now
 from lerobot.evaluation.store.result_files import write_partial_results, write_results
 from lerobot.policies.factory import make_policy, make_pre_post_processors
 from lerobot.policies.pretrained import RowPolicy
-from lerobot.utils.device_utils import policy_device
-from lerobot.utils.errors import ResultsWriteError
 from lerobot.utils.gc_utils import freeze_what_is_loaded
 
 logger = logging.getLogger(__name__)
@@ -119,7 +106,8 @@ def where_envs_run(eval_cfg: EvalConfig) -> str:
     workers = f"{n_workers} async worker{'s' if n_workers > 1 else ''}" + (
         f" of {per_worker} envs" if per_worker > 1 else ""
     )
-    return workers + (f", {in_process} in the main process" if in_process else "")
+    groups = f", in {eval_cfg.row_groups} row groups" if eval_cfg.row_groups > 1 else ""
+    return workers + (f", {in_process} in the main process" if in_process else "") + groups
 
 
 def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConfig]:
@@ -141,80 +129,9 @@ def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConf
     except BaseException:
         policy.close()
         raise
+    settings = dataclasses.replace(settings, row_groups=cfg.eval.row_groups)
     recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
     return make_local_backend(policy, settings, cfg.env, cfg.eval, recorders), cfg
-
-
-def with_settled_batch_size(
-    cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings
-) -> EvalPipelineConfig:
-    """`cfg` with the batch size it runs at: measured now (`--eval.measure_batch_size=true`, and
-    remembered), the one measured earlier for this workload on this machine (`--eval.batch_size=0`),
-    or as it was (a given size, or the core-count rule when nothing was measured)."""
-    if cfg.eval.batch_size and not cfg.eval.measure_batch_size:
-        return cfg
-    workload = batch_workload(cfg, policy)
-    if cfg.eval.measure_batch_size:
-        batch_size = _measure_and_remember(cfg, policy, settings, workload)
-    else:
-        remembered = remembered_batch_size(workload)
-        if remembered is None:
-            return cfg
-        batch_size = remembered.batch_size
-        logger.info(
-            "auto batch size %d: measured for this workload on this machine at %s (%s)",
-            batch_size,
-            remembered.measured_at,
-            batch_sizes_file(),
-        )
-    settled = copy.copy(cfg)
-    settled.eval = dataclasses.replace(cfg.eval, batch_size=batch_size, measure_batch_size=False)
-    return settled
-
-
-def batch_workload(cfg: EvalPipelineConfig, policy: RowPolicy) -> dict[str, Any]:
-    """What a measured batch size holds for: the env's settings, the policy type, where it runs
-    (and in which precision), and the machine."""
-    device = policy_device(policy)
-    return {
-        "env": {"type": cfg.env.type, **encode_config(cfg.env)},
-        "policy": {"type": cfg.policy.type, "device": device.type, "use_amp": bool(cfg.policy.use_amp)},
-        "machine": machine_description(str(device)),
-    }
-
-
-def _measure_and_remember(
-    cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings, workload: dict[str, Any]
-) -> int:
-    """Measure the candidate batch sizes on the first task, remember the best, and return it."""
-    task = cfg.env.tasks()[0]
-    candidates = candidate_batches(workload["machine"]["cores"])
-    logger.info("measuring batch sizes %s on %s", ", ".join(map(str, candidates)), task.label)
-
-    def rate_at(batch_size: int) -> float:
-        # As many episodes as envs, so that the run's own episode count does not clamp the batch.
-        eval_cfg = dataclasses.replace(
-            cfg.eval, batch_size=batch_size, n_episodes=batch_size, shard=None, measure_batch_size=False
-        )
-        env = task_env_for(cfg.env, eval_cfg, task)
-        try:
-            return env_steps_per_second(env, policy, settings, task)
-        finally:
-            env.close()
-
-    measurement = measure_batch_sizes(rate_at, candidates)
-    remembered = RememberedBatchSize(
-        batch_size=measurement.best,
-        measured_at=utc_now().isoformat(timespec="seconds"),
-        env_steps_per_s={rate.batch_size: round(rate.env_steps_per_s, 1) for rate in measurement.rates},
-    )
-    try:
-        path = remember_batch_size(workload, remembered)
-    except ResultsWriteError as exc:  # the run goes on at the measured size; later runs guess
-        logger.warning("batch size %d: the fastest measured, not remembered: %s", measurement.best, exc)
-    else:
-        logger.info("batch size %d: the fastest measured; remembered in %s", measurement.best, path)
-    return measurement.best
 
 
 def make_local_backend(
@@ -228,22 +145,9 @@ def make_local_backend(
     return LocalBackend(
         policy,
         settings,
-        lambda task: task_env_for(env_cfg, eval_cfg, task),
+        task_envs(env_cfg, eval_cfg),
         max_parallel_tasks=env_cfg.max_parallel_tasks,
         recorders=recorders,
-    )
-
-
-def task_env_for(env_cfg: EnvConfig, eval_cfg: EvalConfig, task: TaskSpec) -> SlotEnv:
-    """A fresh vector env of `task`, as many envs, as many workers and where `--eval.*` says."""
-    return make_task_env(
-        env_cfg,
-        task,
-        eval_cfg.resolved_batch_size,
-        eval_cfg.resolved_use_async,
-        eval_cfg.step_timeout_s,
-        eval_cfg.resolved_envs_in_main_process,
-        eval_cfg.resolved_envs_per_worker,
     )
 
 

@@ -7,7 +7,9 @@ renders kept gaining up to 32 envs and beyond (issue 29), where state-only envs 
 peak at 2 to 4. So `--eval.measure_batch_size=true` runs the real loop (this policy, this
 env, its workers laid out as the run would) at a few batch sizes, in ascending order, for a
 few seconds each after a warm-up that leaves out starting the workers, and stops climbing
-once a larger batch no longer gains. Episodes run for the measurement are thrown away;
+once a larger batch no longer gains; then the fastest size in row groups that take turns
+(`--eval.row_groups`), which pay where a policy call is cheap against a group's simulation and
+lose where its cost is fixed and large, which again only a measurement tells. Episodes run for the measurement are thrown away;
 results never depend on the batch size (per-episode seeds and policy rows).
 """
 
@@ -22,11 +24,13 @@ from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import MAX_AUTO_BATCH_SIZE
 from lerobot.envs.vector import SlotEnv
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
+from lerobot.evaluation.store.batch_sizes import BatchRate
 from lerobot.policies.pretrained import RowPolicy
 
 logger = logging.getLogger(__name__)
 
 PROBED_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64)
+PROBED_ROW_GROUPS = (2, 4)
 WARMUP_S = 2.0
 """Steps of a batch's first seconds are not counted: its workers start and build their
 simulators, the policy's first calls allocate (CUDA kernels, caches)."""
@@ -39,21 +43,17 @@ EPISODES_PER_ENV = 1000
 
 
 @dataclass(frozen=True)
-class BatchRate:
-    batch_size: int
-    env_steps_per_s: float
-
-
-@dataclass(frozen=True)
 class BatchMeasurement:
     rates: tuple[BatchRate, ...]
-    """In the order measured (ascending batch sizes)."""
+    """In the order measured: batch sizes ascending in one group, then the best one in groups."""
 
     @property
-    def best(self) -> int:
-        """The smallest batch size within MIN_GAIN of the fastest: as fast, fewer processes."""
+    def best(self) -> BatchRate:
+        """The fewest envs, then the fewest groups, within MIN_GAIN of the fastest: as fast, with
+        fewer processes and policy calls."""
         fastest = max(rate.env_steps_per_s for rate in self.rates)
-        return min(r.batch_size for r in self.rates if r.env_steps_per_s * (1 + MIN_GAIN) >= fastest)
+        near = [r for r in self.rates if r.env_steps_per_s * (1 + MIN_GAIN) >= fastest]
+        return min(near, key=lambda r: (r.batch_size, r.row_groups))
 
 
 def candidate_batches(cores: int, cap: int = MAX_AUTO_BATCH_SIZE) -> list[int]:
@@ -63,21 +63,48 @@ def candidate_batches(cores: int, cap: int = MAX_AUTO_BATCH_SIZE) -> list[int]:
     return [b for b in PROBED_BATCHES if cores / 2 <= b <= min(cap, 4 * cores)] or [1]
 
 
+def candidate_row_groups(n_units: int) -> list[int]:
+    """Groupings worth measuring for a batch whose envs answer in `n_units` units (worker
+    processes, and envs of the main process): 2 and 4, where there are as many units."""
+    return [groups for groups in PROBED_ROW_GROUPS if groups <= n_units]
+
+
+RateAt = Callable[[int, int], float]
+"""env_steps_per_s(batch_size, row_groups)."""
+
+
 def measure_batch_sizes(
-    env_steps_per_s: Callable[[int], float], candidates: Sequence[int]
+    env_steps_per_s: RateAt,
+    candidates: Sequence[int],
+    row_groups_at: Callable[[int], Sequence[int]] | None = None,
+    row_groups: int = 1,
 ) -> BatchMeasurement:
-    """Measure `candidates` in ascending order with `env_steps_per_s(batch_size)`, stopping at
-    the first that is not MIN_GAIN faster than the fastest before it: past the machine's
-    saturation each larger batch only adds processes."""
-    rates: list[BatchRate] = []
-    for batch_size in sorted(candidates):
-        rate = BatchRate(batch_size, env_steps_per_s(batch_size))
-        logger.info("batch size %d: %.0f env-steps/s", batch_size, rate.env_steps_per_s)
+    """Measure `candidates` in ascending order in `row_groups` groups (1: lockstep), stopping at
+    the first that is not MIN_GAIN faster than the fastest before it (past the machine's
+    saturation each larger batch only adds processes); then, with `row_groups_at(batch_size)`,
+    the fastest size split into those groupings, ascending, with the same stop."""
+    rates = _climb(env_steps_per_s, [(batch_size, row_groups) for batch_size in sorted(candidates)], [])
+    if row_groups_at is not None:
+        best = BatchMeasurement(tuple(rates)).best.batch_size
+        rates = _climb(env_steps_per_s, [(best, groups) for groups in sorted(row_groups_at(best))], rates)
+    return BatchMeasurement(tuple(rates))
+
+
+def _climb(
+    env_steps_per_s: RateAt, settings: Sequence[tuple[int, int]], rates: list[BatchRate]
+) -> list[BatchRate]:
+    """`rates` and those of `settings` measured in order until one does not gain MIN_GAIN over
+    the fastest so far (`rates` included)."""
+    rates = list(rates)
+    for batch_size, row_groups in settings:
+        rate = BatchRate(batch_size, env_steps_per_s(batch_size, row_groups), row_groups)
+        in_groups = f" in {row_groups} row groups" if row_groups > 1 else ""
+        logger.info("batch size %d%s: %.0f env-steps/s", batch_size, in_groups, rate.env_steps_per_s)
         fastest = max((r.env_steps_per_s for r in rates), default=0.0)
         rates.append(rate)
-        if rates[:-1] and rate.env_steps_per_s < fastest * (1 + MIN_GAIN):
+        if len(rates) > 1 and rate.env_steps_per_s < fastest * (1 + MIN_GAIN):
             break
-    return BatchMeasurement(tuple(rates))
+    return rates
 
 
 class _StepClock:

@@ -11,10 +11,10 @@ shared home). The file is a list of entries, one per workload, rewritten whole.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import platform
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,22 @@ logger = logging.getLogger(__name__)
 FILENAME = "eval_batch_sizes.json"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
+class BatchRate:
+    """Env steps per second measured at one batch size and grouping."""
+
+    batch_size: int
+    env_steps_per_s: float
+    row_groups: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
 class RememberedBatchSize:
     batch_size: int
+    row_groups: int
     measured_at: str
-    env_steps_per_s: dict[int, float]
-    """Each batch size measured, with its env steps per second."""
+    rates: tuple[BatchRate, ...]
+    """Everything measured, in the order measured."""
 
 
 def batch_sizes_file() -> Path:
@@ -67,10 +77,14 @@ def remembered_batch_size(workload: dict[str, Any]) -> RememberedBatchSize | Non
             try:
                 return RememberedBatchSize(
                     batch_size=int(entry["batch_size"]),
+                    row_groups=int(entry["row_groups"]),
                     measured_at=str(entry["measured_at"]),
-                    env_steps_per_s={int(k): float(v) for k, v in entry["env_steps_per_s"].items()},
+                    rates=tuple(
+                        BatchRate(int(r["batch_size"]), float(r["env_steps_per_s"]), int(r["row_groups"]))
+                        for r in entry["measured"]
+                    ),
                 )
-            except (KeyError, TypeError, ValueError, AttributeError):
+            except (KeyError, TypeError, ValueError):
                 return None
     return None
 
@@ -82,8 +96,9 @@ def remember_batch_size(workload: dict[str, Any], remembered: RememberedBatchSiz
         {
             "workload": workload,
             "batch_size": remembered.batch_size,
+            "row_groups": remembered.row_groups,
             "measured_at": remembered.measured_at,
-            "env_steps_per_s": {str(k): v for k, v in remembered.env_steps_per_s.items()},
+            "measured": [dataclasses.asdict(rate) for rate in remembered.rates],
         }
     )
     return write_json_atomic(entries, batch_sizes_file(), hint="set LEROBOT_CACHE_DIR to a writable folder")

@@ -1,0 +1,149 @@
+"""The batch size (and row groups) a `lerobot-eval` run uses: as given, measured now
+(`--eval.measure_batch_size=true`), measured earlier for the same workload on this machine, or
+the core-count rule (`auto_batch_size`) when nothing was measured."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import math
+from typing import Any
+
+from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
+from lerobot.evaluation.run.backend import task_envs
+from lerobot.evaluation.run.batch_probe import (
+    candidate_batches,
+    candidate_row_groups,
+    env_steps_per_second,
+    measure_batch_sizes,
+)
+from lerobot.evaluation.run.rollout import RolloutSettings
+from lerobot.evaluation.store.batch_sizes import (
+    BatchRate,
+    RememberedBatchSize,
+    batch_sizes_file,
+    machine_description,
+    remember_batch_size,
+    remembered_batch_size,
+)
+from lerobot.evaluation.store.output_dir import encode_config
+from lerobot.evaluation.store.provenance import utc_now
+from lerobot.policies.pretrained import RowPolicy
+from lerobot.policies.row_groups import can_move_rows
+from lerobot.utils.device_utils import policy_device
+from lerobot.utils.errors import ResultsWriteError
+
+logger = logging.getLogger(__name__)
+
+
+def with_settled_batch_size(
+    cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings
+) -> EvalPipelineConfig:
+    """`cfg` with the batch size and row groups it runs at. Given values stay; `0` (auto) takes
+    what `--eval.measure_batch_size=true` measures now, or measured earlier for this workload
+    on this machine; with nothing measured, the batch size stays 0 (`auto_batch_size`) and the
+    row groups 0 (lockstep)."""
+    if cfg.eval.batch_size and not cfg.eval.measure_batch_size and cfg.eval.row_groups:
+        return cfg
+    workload = batch_workload(cfg, policy)
+    if cfg.eval.measure_batch_size:
+        chosen = _measure_and_remember(cfg, policy, settings, workload)
+    else:
+        remembered = remembered_batch_size(workload)
+        if remembered is None:
+            return cfg
+        chosen = BatchRate(remembered.batch_size, 0.0, remembered.row_groups)
+        logger.info(
+            "auto batch size %d%s: measured for this workload on this machine at %s (%s)",
+            chosen.batch_size,
+            _in_groups(chosen.row_groups),
+            remembered.measured_at,
+            batch_sizes_file(),
+        )
+    settled = copy.copy(cfg)
+    settled.eval = dataclasses.replace(
+        cfg.eval,
+        batch_size=cfg.eval.batch_size or chosen.batch_size,
+        row_groups=cfg.eval.row_groups or chosen.row_groups,
+        measure_batch_size=False,
+    )
+    return settled
+
+
+def batch_workload(cfg: EvalPipelineConfig, policy: RowPolicy) -> dict[str, Any]:
+    """What a measured batch size holds for: the env's settings, the policy type, where it runs
+    (and in which precision), and the machine."""
+    device = policy_device(policy)
+    return {
+        "env": {"type": cfg.env.type, **encode_config(cfg.env)},
+        "policy": {"type": cfg.policy.type, "device": device.type, "use_amp": bool(cfg.policy.use_amp)},
+        "machine": machine_description(str(device)),
+    }
+
+
+def _measure_and_remember(
+    cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings, workload: dict[str, Any]
+) -> BatchRate:
+    """Measure on the first task; remember and return the best batch size and grouping."""
+    task = cfg.env.tasks()[0]
+    candidates = candidate_batches(workload["machine"]["cores"])
+    logger.info("measuring batch sizes %s on %s", ", ".join(map(str, candidates)), task.label)
+
+    def probe_config(batch_size: int, row_groups: int) -> EvalConfig:
+        # As many episodes as envs, so that the run's own episode count does not clamp the batch.
+        return dataclasses.replace(
+            cfg.eval,
+            batch_size=batch_size,
+            n_episodes=batch_size,
+            shard=None,
+            row_groups=row_groups,
+            measure_batch_size=False,
+        )
+
+    def rate_at(batch_size: int, row_groups: int) -> float:
+        env = task_envs(cfg.env, probe_config(batch_size, row_groups))(task)
+        try:
+            return env_steps_per_second(
+                env, policy, dataclasses.replace(settings, row_groups=row_groups), task
+            )
+        finally:
+            env.close()
+
+    def row_groups_at(batch_size: int) -> list[int]:
+        return candidate_row_groups(answering_units(probe_config(batch_size, 1)))
+
+    groups_to_measure = cfg.eval.row_groups == 0 and can_move_rows(policy)
+    measurement = measure_batch_sizes(
+        rate_at, candidates, row_groups_at if groups_to_measure else None, max(1, cfg.eval.row_groups)
+    )
+    best = measurement.best
+    remembered = RememberedBatchSize(
+        batch_size=best.batch_size,
+        row_groups=best.row_groups,
+        measured_at=utc_now().isoformat(timespec="seconds"),
+        rates=tuple(
+            dataclasses.replace(r, env_steps_per_s=round(r.env_steps_per_s, 1)) for r in measurement.rates
+        ),
+    )
+    chosen = f"batch size {best.batch_size}{_in_groups(best.row_groups)}"
+    try:
+        path = remember_batch_size(workload, remembered)
+    except ResultsWriteError as exc:  # the run goes on as measured; later runs guess
+        logger.warning("%s: the fastest measured, not remembered: %s", chosen, exc)
+    else:
+        logger.info("%s: the fastest measured; remembered in %s", chosen, path)
+    return best
+
+
+def answering_units(eval_cfg: EvalConfig) -> int:
+    """How many units answer a round at this config: worker processes, and each env of the main
+    process (`LazyVectorEnv.slots_by_owner`); row groups are made of whole units."""
+    if not eval_cfg.resolved_use_async:
+        return 1
+    in_main = eval_cfg.resolved_envs_in_main_process
+    return in_main + math.ceil((eval_cfg.resolved_batch_size - in_main) / eval_cfg.resolved_envs_per_worker)
+
+
+def _in_groups(row_groups: int) -> str:
+    return f" in {row_groups} row groups" if row_groups > 1 else ""
