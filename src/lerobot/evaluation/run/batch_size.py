@@ -54,10 +54,11 @@ def with_settled_batch_size(
         if remembered is None:
             return cfg
         chosen = BatchRate(remembered.batch_size, 0.0, remembered.row_groups)
+        taken = [f"batch size {chosen.batch_size}"] if not cfg.eval.batch_size else []
+        taken += [f"row groups {chosen.row_groups}"] if not cfg.eval.row_groups else []
         logger.info(
-            "auto batch size %d%s: measured for this workload on this machine at %s (%s)",
-            chosen.batch_size,
-            _in_groups(chosen.row_groups),
+            "%s: measured for this workload on this machine at %s (%s)",
+            " and ".join(taken),
             remembered.measured_at,
             batch_sizes_file(),
         )
