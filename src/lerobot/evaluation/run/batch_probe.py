@@ -3,16 +3,16 @@
 `--eval.batch_size=0` without a measurement guesses from the core count (`auto_batch_size`).
 A guess cannot know whether the simulator, the renderer, the policy or the harness's own
 round trips bound a step, and each moves the best batch: on a 16-core GPU box ACT on 480x480
-renders kept gaining up to 32 envs and beyond (issue 29), where state-only envs on 2 cores
-peak at 2 to 4. So `--eval.measure_batch_size=true` runs the real loop (this policy, this
-env, its workers laid out as the run would) at a few batch sizes, in ascending order, for a
-few seconds each after a warm-up that leaves out starting the workers, and stops climbing
-once a larger batch no longer gains; then the fastest size in row groups that take turns
-(`--eval.row_groups`), which pay where a policy call is cheap against a group's simulation and
-lose where its cost is fixed and large, which again only a measurement tells. Episodes run for the measurement are thrown away;
-results never depend on the batch size (per-episode seeds and policy rows).
+renders kept gaining from 8 envs to 32 (issue 29), where state-only envs on 2 cores gain
+little past 2. So `--eval.measure_batch_size=true` runs the real loop (this policy, this env,
+its workers laid out as the run would) at a few batch sizes, in ascending order, for a few
+seconds each after a warm-up that leaves out starting the workers, and stops climbing once a
+larger batch no longer gains; then the fastest size in row groups that take turns
+(`--eval.row_groups`), which pay where a policy call is cheap against a group's simulation
+and lose where its cost is fixed and large: again something only a measurement tells.
+Episodes run for the measurement are thrown away; results never depend on the batch size
+(per-episode seeds and policy rows).
 """
-
 from __future__ import annotations
 
 import logging
