@@ -13,6 +13,7 @@ and lose where its cost is fixed and large: again something only a measurement t
 Episodes run for the measurement are thrown away; results never depend on the batch size
 (per-episode seeds and policy rows).
 """
+
 from __future__ import annotations
 
 import logging
