@@ -115,3 +115,13 @@ def test_a_window_without_counted_rounds_is_no_rate():
     clock = batch_probe._StepClock(warmup_s=10.0, window_s=1.0)
     clock.count(5)
     assert clock.rate() == 0.0 and not clock.window_over()
+
+
+def test_a_window_of_slow_rounds_lasts_until_enough_rounds_are_counted():
+    clock = batch_probe._StepClock(warmup_s=0.0, window_s=0.0, min_rounds=3)
+    clock.count(0)  # the round that ends the warm-up (the first resets)
+    for _ in range(2):
+        clock.count(8)
+        assert not clock.window_over()
+    clock.count(8)
+    assert clock.window_over() and clock.steps == 24 and clock.rate() > 0

@@ -37,6 +37,8 @@ WARMUP_S = 2.0
 simulators, the policy's first calls allocate (CUDA kernels, caches)."""
 WINDOW_S = 5.0
 """How long each batch size is measured after its warm-up."""
+MIN_ROUNDS = 10
+"""Rounds counted at least, however long the window has lasted (`_StepClock`)."""
 MIN_GAIN = 0.03
 """A larger batch must step this much faster to be worth its processes and memory."""
 EPISODES_PER_ENV = 1000
@@ -109,14 +111,20 @@ def _climb(
 
 
 class _StepClock:
-    """Counts the env steps of the rounds that end between the warm-up and the end of the window."""
+    """Counts the env steps of the rounds that end between the warm-up and the end of the window.
 
-    def __init__(self, warmup_s: float, window_s: float):
-        self.warmup_s, self.window_s = warmup_s, window_s
+    The window lasts `window_s` and at least MIN_ROUNDS rounds: where a round takes a second
+    (LIBERO rendering two cameras on a CPU, a VLA's chunk at a large batch), a few seconds
+    would hold two or three rounds, and the rate would be mostly where their ends happen to fall.
+    """
+
+    def __init__(self, warmup_s: float, window_s: float, min_rounds: int = MIN_ROUNDS):
+        self.warmup_s, self.window_s, self.min_rounds = warmup_s, window_s, min_rounds
         self.first_round: float | None = None
         self.started: float | None = None
         self.last_round = 0.0
         self.steps = 0
+        self.rounds = 0
 
     def count(self, steps: int) -> None:
         now = time.perf_counter()
@@ -124,12 +132,15 @@ class _StepClock:
             self.first_round = now
         if self.started is not None:
             self.steps += steps
+            self.rounds += 1
             self.last_round = now
         elif now - self.first_round >= self.warmup_s:
             self.started = now  # this round ends the warm-up; the next ones count
 
     def window_over(self) -> bool:
-        return self.started is not None and time.perf_counter() - self.started >= self.window_s
+        if self.started is None or self.rounds < self.min_rounds:
+            return False
+        return time.perf_counter() - self.started >= self.window_s
 
     def rate(self) -> float:
         if self.started is None or self.last_round <= self.started:
