@@ -300,6 +300,12 @@ class EvalConfig:
         in_main = self.resolved_envs_in_main_process
         return auto_envs_per_worker(self.resolved_batch_size - in_main, main_steps_envs=in_main > 0)
 
+    @property
+    def resolved_worker_processes(self) -> int:
+        """Env worker processes of the local backend (0: every env runs in the main process)."""
+        in_workers = self.resolved_batch_size - self.resolved_envs_in_main_process
+        return math.ceil(in_workers / self.resolved_envs_per_worker) if in_workers > 0 else 0
+
 
 SEED_LIMIT = 2**32
 """Simulators seed NumPy generators, which take seeds in [0, 2**32)."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
 from pathlib import Path
 
 from lerobot.configs.env import EnvConfig
@@ -23,6 +22,7 @@ from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.evaluation.results import RunResult
 from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders, task_envs
+from lerobot.evaluation.run.batch_probe import in_row_groups
 from lerobot.evaluation.run.batch_size import with_settled_batch_size
 from lerobot.evaluation.run.collector import RunCollector
 from lerobot.evaluation.run.plan import RunPlan
@@ -98,16 +98,15 @@ def evaluate(cfg: EvalPipelineConfig) -> RunResult:
 
 def where_envs_run(eval_cfg: EvalConfig) -> str:
     """Where the local backend steps each task's envs, for the log."""
-    n_envs, in_process = eval_cfg.resolved_batch_size, eval_cfg.resolved_envs_in_main_process
-    if in_process >= n_envs:
+    n_workers, in_process = eval_cfg.resolved_worker_processes, eval_cfg.resolved_envs_in_main_process
+    if not n_workers:
         return "in-process"
     per_worker = eval_cfg.resolved_envs_per_worker
-    n_workers = math.ceil((n_envs - in_process) / per_worker)
     workers = f"{n_workers} async worker{'s' if n_workers > 1 else ''}" + (
         f" of {per_worker} envs" if per_worker > 1 else ""
     )
-    groups = f", in {eval_cfg.row_groups} row groups" if eval_cfg.row_groups > 1 else ""
-    return workers + (f", {in_process} in the main process" if in_process else "") + groups
+    in_main = f", {in_process} in the main process" if in_process else ""
+    return workers + in_main + ("," + in_row_groups(eval_cfg.row_groups) if eval_cfg.row_groups > 1 else "")
 
 
 def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConfig]:

@@ -101,13 +101,19 @@ def _climb(
     rates = list(rates)
     for batch_size, row_groups in settings:
         rate = BatchRate(batch_size, env_steps_per_s(batch_size, row_groups), row_groups)
-        in_groups = f" in {row_groups} row groups" if row_groups > 1 else ""
-        logger.info("batch size %d%s: %.0f env-steps/s", batch_size, in_groups, rate.env_steps_per_s)
+        logger.info(
+            "batch size %d%s: %.0f env-steps/s", batch_size, in_row_groups(row_groups), rate.env_steps_per_s
+        )
         fastest = max((r.env_steps_per_s for r in rates), default=0.0)
         rates.append(rate)
         if len(rates) > 1 and rate.env_steps_per_s < fastest * (1 + MIN_GAIN):
             break
     return rates
+
+
+def in_row_groups(row_groups: int) -> str:
+    """` in N row groups` for the logs; nothing for lockstep."""
+    return f" in {row_groups} row groups" if row_groups > 1 else ""
 
 
 class _StepClock:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-import math
 from typing import Any
 
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
@@ -16,11 +15,11 @@ from lerobot.evaluation.run.batch_probe import (
     candidate_batches,
     candidate_row_groups,
     env_steps_per_second,
+    in_row_groups,
     measure_batch_sizes,
 )
 from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.evaluation.store.batch_sizes import (
-    BatchRate,
     RememberedBatchSize,
     batch_sizes_file,
     machine_description,
@@ -46,20 +45,21 @@ def with_settled_batch_size(
     row groups 0 (lockstep)."""
     if cfg.eval.batch_size and not cfg.eval.measure_batch_size and cfg.eval.row_groups:
         return cfg
+    if not cfg.eval.measure_batch_size and not batch_sizes_file().exists():
+        return cfg  # nothing measured on this machine: no workload to describe (a CUDA query)
     workload = batch_workload(cfg, policy)
     if cfg.eval.measure_batch_size:
         chosen = _measure_and_remember(cfg, policy, settings, workload)
     else:
-        remembered = remembered_batch_size(workload)
-        if remembered is None:
+        chosen = remembered_batch_size(workload)
+        if chosen is None:
             return cfg
-        chosen = BatchRate(remembered.batch_size, 0.0, remembered.row_groups)
         taken = [f"batch size {chosen.batch_size}"] if not cfg.eval.batch_size else []
         taken += [f"row groups {chosen.row_groups}"] if not cfg.eval.row_groups else []
         logger.info(
             "%s: measured for this workload on this machine at %s (%s)",
             " and ".join(taken),
-            remembered.measured_at,
+            chosen.measured_at,
             batch_sizes_file(),
         )
     settled = copy.copy(cfg)
@@ -85,7 +85,7 @@ def batch_workload(cfg: EvalPipelineConfig, policy: RowPolicy) -> dict[str, Any]
 
 def _measure_and_remember(
     cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings, workload: dict[str, Any]
-) -> BatchRate:
+) -> RememberedBatchSize:
     """Measure on the first task; remember and return the best batch size and grouping."""
     task = cfg.env.tasks()[0]
     candidates = candidate_batches(workload["machine"]["cores"])
@@ -127,24 +127,19 @@ def _measure_and_remember(
             dataclasses.replace(r, env_steps_per_s=round(r.env_steps_per_s, 1)) for r in measurement.rates
         ),
     )
-    chosen = f"batch size {best.batch_size}{_in_groups(best.row_groups)}"
+    chosen = f"batch size {best.batch_size}{in_row_groups(best.row_groups)}"
     try:
         path = remember_batch_size(workload, remembered)
     except ResultsWriteError as exc:  # the run goes on as measured; later runs guess
         logger.warning("%s: the fastest measured, not remembered: %s", chosen, exc)
     else:
         logger.info("%s: the fastest measured; remembered in %s", chosen, path)
-    return best
+    return remembered
 
 
 def answering_units(eval_cfg: EvalConfig) -> int:
     """How many units answer a round at this config: worker processes, and each env of the main
     process (`LazyVectorEnv.slots_by_owner`); row groups are made of whole units."""
-    if not eval_cfg.resolved_use_async:
+    if not eval_cfg.resolved_worker_processes:
         return 1
-    in_main = eval_cfg.resolved_envs_in_main_process
-    return in_main + math.ceil((eval_cfg.resolved_batch_size - in_main) / eval_cfg.resolved_envs_per_worker)
-
-
-def _in_groups(row_groups: int) -> str:
-    return f" in {row_groups} row groups" if row_groups > 1 else ""
+    return eval_cfg.resolved_envs_in_main_process + eval_cfg.resolved_worker_processes
