@@ -31,23 +31,14 @@ from lerobot.configs.eval import auto_batch_size
 CASES = ("random-state", "act-pixels", "act-state")
 
 
-def run_eval(args: argparse.Namespace, case: str, checkpoint: Path, out: Path, measure: bool) -> dict:
-    policy = ["--policy.type=random"] if case.startswith("random") else [f"--policy.path={checkpoint}"]
-    flags = [
-        *harness_ceiling.env_flags(args, case),
-        *policy,
-        f"--policy.device={args.device}",
-        f"--eval.n_episodes={args.episodes}",
-        "--eval.max_episodes_rendered=0",
-        f"--eval.measure_batch_size={str(measure).lower()}",
-        f"--seed={args.seed}",
-        f"--output_dir={out}",
-    ]
-    result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
+def run_eval(args: argparse.Namespace, case: str, checkpoints: Path, out: Path, measure: bool) -> dict:
+    """harness_ceiling's lerobot-eval run of `case` at the auto batch size and row groups (0),
+    measured first or not; with the batch size and row groups it ran at."""
+    args.eval_flag = [f"--eval.measure_batch_size={str(measure).lower()}"]
+    result = harness_ceiling.run_ours(args, case, 0, checkpoints, out, row_groups=0)
     config = json.loads((out / "run_config.json").read_text())
     return {
         **result,
-        "env_steps": throughput_act.episode_steps(out),
         "batch_size": config["eval"]["batch_size"] or auto_batch_size(args.episodes),
         "row_groups": config["eval"]["row_groups"] or 1,
     }
@@ -85,10 +76,10 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
-            checkpoint = Path(tmp) / f"{case}-act"
+            checkpoints = Path(tmp) / f"{case}-act"  # harness_ceiling.run_ours's layout
             if case.startswith("act"):
                 throughput_act.build_checkpoint(
-                    checkpoint,
+                    checkpoints / ("state" if case == "act-state" else "pixels"),
                     args.n_action_steps,
                     args.n_action_steps,
                     small=True,
@@ -98,7 +89,7 @@ def main() -> int:
             sides = {}
             for side, measure in (("measured", True), ("rule", False)):
                 os.environ["LEROBOT_CACHE_DIR"] = str(Path(tmp) / f"{case}-{side}-cache")
-                sides[side] = run_eval(args, case, checkpoint, Path(tmp) / f"{case}-{side}", measure)
+                sides[side] = run_eval(args, case, checkpoints, Path(tmp) / f"{case}-{side}", measure)
             rates = measured_rates(Path(tmp) / f"{case}-measured-cache")
             row = {
                 "case": case,
