@@ -101,11 +101,12 @@ def vec(
     step_timeout_s=None,
     envs_per_worker: int = 1,
     in_process: int = 0,
+    env_class: type[ActionRewardEnv] | None = None,
     **env_kwargs,
 ) -> LazyVectorEnv:
     obs_space, act_space = fake_spaces()
     return LazyVectorEnv(
-        [functools.partial(ActionRewardEnv, **env_kwargs)] * n_envs,
+        [functools.partial(env_class or ActionRewardEnv, **env_kwargs)] * n_envs,
         obs_space,
         act_space,
         use_async=use_async,

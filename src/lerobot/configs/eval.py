@@ -125,6 +125,13 @@ class EvalConfig:
     found fastest for this workload here, else lockstep. Each episode gets the same seed and
     policy row either way; a neural policy's actions can differ in their last bits, as between
     batch sizes (its matrix products run over the rows of one group)."""
+    independent_rows: bool | None = field(default=None, metadata=facts(result_neutral=True))
+    """Let each worker's envs advance on their own instead of in lockstep: their next actions
+    are computed as soon as they are back, in one policy call with every other worker back by
+    then, while the rest keep stepping; a slow step, reset or render holds up its own worker
+    only. Needs envs in worker processes and a policy that can keep rows aside (otherwise
+    lockstep). None = auto: what --eval.measure_batch_size found fastest for this workload
+    here, else false. Per-episode results are as with --eval.row_groups."""
     resume: bool = field(default=False, metadata=facts(result_neutral=True))
     """Continue the run in --output_dir: run only the episodes its episodes.jsonl lacks."""
     step_timeout_s: float = field(default=300.0, metadata=facts(result_neutral=True))
@@ -183,6 +190,11 @@ class EvalConfig:
             )
         if self.row_groups < 0:
             raise ConfigError(f"--eval.row_groups={self.row_groups}: must be 0 (auto), 1 (lockstep) or more")
+        if self.independent_rows and self.row_groups > 1:
+            raise ConfigError(
+                f"--eval.row_groups={self.row_groups}: --eval.independent_rows=true already lets every "
+                "worker advance on its own; drop one of them"
+            )
         if self.step_timeout_s <= 0:
             raise ConfigError(
                 f"--eval.step_timeout_s={self.step_timeout_s}: must be a positive number of seconds"

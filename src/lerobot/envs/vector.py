@@ -27,6 +27,7 @@ from lerobot.envs.workers import (
     EnvFactory,
     WorkerProcess,
     WorkerSlot,
+    answered_sets,
     auto_worker_spin_s,
     receive_in_arrival_order,
     start_fork_server,
@@ -402,6 +403,21 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         """The replies to the last `send_step_and_reset_at` of these slots."""
         self._read_arrivals([*step_ids, *reset_ids])  # a worker may answer for both
         return self._gather(step_ids), self._gather(reset_ids)
+
+    def answered(self, slot_sets: Sequence[Sequence[int]], block: bool = True) -> list[int]:
+        """The indices of `slot_sets` whose commands sent last are all answered (slots of this
+        process answer on send); with `block`, waits until at least one set is. The replies
+        are then gathered with `gather_step_and_reset` without waiting."""
+        slots = self._ensure_started()
+        worker_sets = [
+            list(
+                {
+                    id(s.worker): s.worker for s in map(slots.__getitem__, ids) if isinstance(s, WorkerSlot)
+                }.values()
+            )
+            for ids in slot_sets
+        ]
+        return answered_sets(worker_sets, block, self.step_timeout_s)
 
     def slots_by_owner(self) -> list[list[int]]:
         """The slots that answer together: each worker process's envs (one message, one reply

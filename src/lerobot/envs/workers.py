@@ -297,6 +297,42 @@ def receive_in_arrival_order(workers: Sequence[WorkerProcess], timeout: float | 
             waiting.pop(fd)._receive(timeout)
 
 
+def answered_sets(
+    worker_sets: Sequence[Sequence[WorkerProcess]], block: bool, timeout: float | None
+) -> list[int]:
+    """The indices of the sets whose every worker has answered its last message, reading the
+    replies that have arrived; with `block`, waits until at least one set has.
+
+    For rows that advance independently (`--eval.independent_rows`): the caller computes the
+    next actions of whichever workers are back, together, while the others still step. A
+    set that waits on nothing is answered at once. When no reply comes within ARRIVAL_WAIT_S,
+    the first unanswered worker is read with `reply`'s own `timeout`, so a hung worker is
+    killed as in lockstep.
+    """
+    waiting = {
+        worker.fileno(): worker for workers in worker_sets for worker in workers if worker.awaiting_reply
+    }
+    poller = select.poll()
+    for fd in waiting:
+        poller.register(fd, select.POLLIN)
+
+    def answered() -> list[int]:
+        return [i for i, workers in enumerate(worker_sets) if not any(w.awaiting_reply for w in workers)]
+
+    done = answered()
+    while waiting:
+        ready = poller.poll(0 if done or not block else ARRIVAL_WAIT_S * 1000)
+        if not ready:
+            if done or not block:
+                break
+            ready = [(next(iter(waiting)), select.POLLIN)]  # nothing for a while: wait on one, timed
+        for fd, _ in ready:
+            poller.unregister(fd)
+            waiting.pop(fd)._receive(timeout)
+        done = answered()
+    return done
+
+
 class WorkerSlot:
     """One sub-env of a worker process, as the vector env addresses it."""
 

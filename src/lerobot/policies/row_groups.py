@@ -36,6 +36,12 @@ class _Holder:
     def __init__(self) -> None:
         self.loaded: RowGroupPolicy | None = None
 
+    def unload(self) -> None:
+        """Put the rows the shared policy holds back with their group."""
+        if self.loaded is not None:
+            self.loaded._states = self.loaded.policy.save_rows(range(self.loaded.n_rows))
+            self.loaded = None
+
 
 def split_policy(policy: RowPolicy, sizes: Sequence[int]) -> list[RowGroupPolicy]:
     """One view of `policy` per group of `sizes[i]` rows; every row starts fresh."""
@@ -55,11 +61,9 @@ class RowGroupPolicy:
 
     def _load(self) -> None:
         """Put this group's rows into the shared policy (saving the previous group's)."""
-        previous = self._holder.loaded
-        if previous is self:
+        if self._holder.loaded is self:
             return
-        if previous is not None:
-            previous._states = self.policy.save_rows(range(previous.n_rows))
+        self._holder.unload()
         self.policy.restore_rows(self._states)
         self._holder.loaded = self
 
@@ -75,3 +79,22 @@ class RowGroupPolicy:
             return method(*args, **kwargs)
 
         return call
+
+
+def select_action_of_groups(groups: Sequence[RowGroupPolicy], batch: dict[str, Any]) -> list[Any]:
+    """Each group's actions from one call of the shared policy over all their rows: `batch`
+    holds the groups' rows one group after the other. What rows that advance independently
+    use to batch the groups that are ready at the same time (one model call, not one each).
+    The rows' state goes back to their groups afterwards, also when the call raises."""
+    holder = groups[0]._holder
+    policy = groups[0].policy
+    holder.unload()
+    policy.restore_rows([state for group in groups for state in group._states])
+    try:
+        actions = policy.select_action(batch)
+    finally:
+        states = policy.save_rows(range(sum(group.n_rows for group in groups)))
+        start = 0
+        for group in groups:
+            group._states, start = states[start : start + group.n_rows], start + group.n_rows
+    return list(actions.split([group.n_rows for group in groups]))

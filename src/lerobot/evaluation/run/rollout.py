@@ -9,11 +9,12 @@ workers, on whether slots are refilled, or on an episode having been re-run afte
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from lerobot.envs.commands import ChunkResult, StepResult
 from lerobot.envs.vector import LazyVectorEnv, SlotEnv, SlotFailure, SlotGroup, stack_observations
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.policies.pretrained import RowPolicy
-from lerobot.policies.row_groups import can_move_rows, split_policy
+from lerobot.policies.row_groups import can_move_rows, select_action_of_groups, split_policy
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ENV_TASK, TASK
 from lerobot.utils.device_utils import policy_device
@@ -85,6 +86,9 @@ class RolloutSettings:
     row_groups: int = 1
     """Split the slots into this many groups that take turns: while the policy computes one
     group's actions, the other groups' workers step (`run_episodes`; `--eval.row_groups`)."""
+    independent_rows: bool = False
+    """Each worker's slots advance on their own: their next actions are computed as soon as
+    they are back, batched with the others back by then (`_run_as_ready`)."""
     use_amp: bool = False
     max_episode_retries: int = 2
     rename_map: Mapping[str, str] = field(default_factory=dict)
@@ -111,6 +115,7 @@ class RolloutSettings:
             continuous_batching=eval_cfg.continuous_batching,
             chunks_in_workers=eval_cfg.chunks_in_workers,
             row_groups=eval_cfg.row_groups,
+            independent_rows=bool(eval_cfg.independent_rows),
             use_amp=use_amp,
             max_episode_retries=eval_cfg.max_episode_retries,
             rename_map=dict(rename_map or {}),
@@ -226,7 +231,10 @@ def run_episodes(
     task = task if task is not None else task_of_env(env)
     work = _Work(deque(sorted(episodes)))
     hooks = hooks or RolloutHooks()
-    groups = _slot_groups(env, policy, settings.row_groups)
+    if settings.independent_rows:
+        groups = _slot_groups(env, policy, env.num_envs, "--eval.independent_rows=true")
+    else:
+        groups = _slot_groups(env, policy, settings.row_groups, f"--eval.row_groups={settings.row_groups}")
     if len(groups) < 2:
         return _RolloutLoop(env, policy, work, settings, task, hooks).run()
     views = split_policy(policy, [len(group) for group in groups])
@@ -234,6 +242,8 @@ def run_episodes(
         _RolloutLoop(SlotGroup(env, group), view, work, settings, task, hooks)
         for group, view in zip(groups, views, strict=True)
     ]
+    if settings.independent_rows:
+        return _run_as_ready(env, loops, work)
     return _run_in_turns(loops, work, hooks)
 
 
@@ -249,7 +259,7 @@ class _Work:
 _TOLD_ONE_GROUP: set[str] = set()
 
 
-def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int) -> list[list[int]]:
+def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int, flag: str) -> list[list[int]]:
     """The slots of each group that takes turns (one group: all of them, in lockstep).
 
     Groups are made of whole workers (a worker answers once for all its envs) and balanced by
@@ -262,9 +272,7 @@ def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int) -> list[list[int]
     if not can_move_rows(policy):
         if policy.name not in _TOLD_ONE_GROUP:  # once per run, not once per task
             _TOLD_ONE_GROUP.add(policy.name)
-            logger.info(
-                "--eval.row_groups=%d: policy %r cannot keep rows aside; one group", wanted, policy.name
-            )
+            logger.info("%s: policy %r cannot keep rows aside; one group", flag, policy.name)
         return [list(range(env.num_envs))]
     units = env.slots_by_owner()
     groups: list[list[int]] = [[] for _ in range(min(wanted, len(units)))]
@@ -293,6 +301,124 @@ def _run_in_turns(loops: Sequence[_RolloutLoop], work: _Work, hooks: RolloutHook
     return sorted(work.results, key=lambda r: r.episode_index)
 
 
+def _run_as_ready(env: LazyVectorEnv, loops: Sequence[_RolloutLoop], work: _Work) -> list[EpisodeResult]:
+    """Rows advance independently: each group (one worker's slots) gets its next actions as
+    soon as its replies are back, in one model call with every other group back by then, while
+    the groups still out keep stepping. A slow env, a long reset or a render holds up its own
+    worker's rows only; the model's batch is whatever arrived while it last computed."""
+    in_flight: dict[int, _Round] = {}
+    ready = list(range(len(loops)))
+    try:
+        with torch.inference_mode():
+            while True:
+                loops[0].stop_if_asked()
+                for index in ready:
+                    if index in in_flight:
+                        loops[index].collect_round(in_flight.pop(index))
+                planned = _plan_together([loops[index] for index in ready])
+                for index, round_ in zip(ready, planned, strict=True):
+                    if round_ is not None:
+                        in_flight[index] = loops[index].send_round(round_)
+                idle = [
+                    index
+                    for index, loop in enumerate(loops)
+                    if index not in in_flight and (work.pending or loop.busy())
+                ]
+                if not in_flight and not idle:
+                    break
+                out = sorted(in_flight)
+                answered = env.answered([loops[index].env.slot_ids for index in out], block=not idle)
+                ready = sorted([out[k] for k in answered] + idle)
+    finally:
+        for index, sent in in_flight.items():  # a failure elsewhere: leave no reply unread
+            loops[index].env.gather_step_and_reset(sent.active, sent.starting)
+    return sorted(work.results, key=lambda r: r.episode_index)
+
+
+def _plan_together(loops: Sequence[_RolloutLoop]) -> list[_Round | None]:
+    """The next round of each loop, the rows of those that need the model computed in one call."""
+    plannings = [loop.planning() for loop in loops]
+    rounds: list[_Round | None] = [None] * len(loops)
+    asking: list[tuple[int, dict[str, Any]]] = []
+    for index, planning in enumerate(plannings):
+        try:
+            asking.append((index, next(planning)))
+        except StopIteration as stop:
+            rounds[index] = stop.value
+    if asking:
+        answers = _compute_together([loops[index] for index, _ in asking], [batch for _, batch in asking])
+        for (index, _), answer in zip(asking, answers, strict=True):
+            rounds[index] = _resume_planning(plannings[index], answer)
+    return rounds
+
+
+def _compute_together(loops: Sequence[_RolloutLoop], batches: Sequence[dict[str, Any]]) -> list[Any]:
+    """Each loop's model output for its batch (or the HarnessError or PolicyError of its rows):
+    one call over all of them where their batches stack, else one call each."""
+    merged = _stack_batches(batches) if len(batches) > 1 else None
+    if merged is None:
+        return [
+            _answer_or_error(loop.compute_actions, batch) for loop, batch in zip(loops, batches, strict=True)
+        ]
+    lead, sizes = loops[0], [loop.env.num_envs for loop in loops]
+
+    def compute(batch: dict[str, Any]) -> list[torch.Tensor]:
+        if lead.settings.preprocessor is not None:
+            batch = lead.settings.preprocessor(batch)
+        with lead._autocast():
+            return select_action_of_groups([loop.policy for loop in loops], batch)
+
+    answer = _answer_or_error(compute, merged)
+    if isinstance(answer, BaseException):
+        return _errors_by_group(answer, sizes)
+    return answer
+
+
+def _answer_or_error(compute: Callable[[dict[str, Any]], Any], batch: dict[str, Any]) -> Any:
+    try:
+        return compute(batch)
+    except (HarnessError, PolicyError) as exc:
+        return exc
+
+
+def _errors_by_group(error: HarnessError | PolicyError, sizes: Sequence[int]) -> list[Exception]:
+    """A failure of the stacked call as each group sees it: the failed rows that are its own,
+    numbered within the group (None, every row, stays so)."""
+    errors = []
+    start = 0
+    for size in sizes:
+        own = copy.copy(error)
+        if error.rows is not None:
+            own.rows = tuple(row - start for row in error.rows if start <= row < start + size)
+        errors.append(own)
+        start += size
+    return errors
+
+
+def _stack_batches(batches: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The batches' rows one batch after the other; None where they do not stack (different
+    keys, or tensors of different shapes past the rows)."""
+    keys = batches[0].keys()
+    if any(batch.keys() != keys for batch in batches):
+        return None
+    stacked: dict[str, Any] = {}
+    for key in keys:
+        values = [batch[key] for batch in batches]
+        if all(isinstance(v, torch.Tensor) for v in values):
+            first = values[0]
+            if first.ndim == 0 or any(
+                v.shape[1:] != first.shape[1:] or v.dtype != first.dtype or v.device != first.device
+                for v in values
+            ):
+                return None
+            stacked[key] = torch.cat(values)
+        elif all(isinstance(v, list) for v in values):
+            stacked[key] = [item for v in values for item in v]
+        else:
+            return None
+    return stacked
+
+
 @dataclass(frozen=True)
 class _Round:
     """One round of a slot group: the slots that step (with their action, or rest of chunk)
@@ -316,6 +442,34 @@ class _Round:
         options = [{"episode_index": e} for e in self.episodes]
         actions = [self.actions[i] for i in self.active]
         return (self.active, actions, self.starting, self.seeds, options, self.recorded, self.blind)
+
+
+Planning = Generator[dict[str, Any], Any, Any]
+"""A round being planned (`_RolloutLoop.planning`): yields the batch the model must compute,
+is sent the model's output or thrown the HarnessError or PolicyError it raised."""
+
+_UNPLANNED: Any = object()
+
+
+def answer_planning(planning: Planning, compute: Callable[[dict[str, Any]], Any]) -> Any:
+    """Run a planning to its end, computing the batch it asks for (at most one) with `compute`."""
+    try:
+        batch = next(planning)
+    except StopIteration as stop:
+        return stop.value
+    return _resume_planning(planning, _answer_or_error(compute, batch))
+
+
+def _resume_planning(planning: Planning, answer: Any) -> Any:
+    """Give a planning the model's output (or throw it the error) and return what it planned."""
+    try:
+        if isinstance(answer, BaseException):
+            planning.throw(answer)
+        else:
+            planning.send(answer)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("a round's planning asked the policy twice")
 
 
 class _RolloutLoop:
@@ -380,10 +534,12 @@ class _RolloutLoop:
         if planned is not None:
             self.apply_round(planned, *self.env.step_and_reset_at(*planned.command()))
 
-    def send_round(self) -> _Round | None:
-        """Plan a round and send it to the workers, who step while the caller goes on; its
-        replies are gathered by `collect_round`. For groups of a `LazyVectorEnv` (`SlotGroup`)."""
-        planned = self.plan_round()
+    def send_round(self, planned: _Round | None = _UNPLANNED) -> _Round | None:
+        """Send a round (default: plan one now) to the workers, who step while the caller goes
+        on; its replies are gathered by `collect_round`. For groups of a `LazyVectorEnv`
+        (`SlotGroup`)."""
+        if planned is _UNPLANNED:
+            planned = self.plan_round()
         if planned is not None:
             self.env.send_step_and_reset_at(*planned.command())
         return planned
@@ -394,6 +550,12 @@ class _RolloutLoop:
     def plan_round(self) -> _Round | None:
         """This round's actions for the running episodes and the resets of free slots; None
         when there is nothing to send (no episode to run, or the policy failed every row)."""
+        return answer_planning(self.planning(), self.compute_actions)
+
+    def planning(self) -> Planning:
+        """`plan_round` as a generator that yields the policy's batch when the round needs the
+        model and is sent its output (or thrown its HarnessError or PolicyError): so that the
+        rows of several groups can share one model call (`_run_as_ready`)."""
         starting = self._claim_free_slots()
         active = self._active_ids()
         if not active and not starting:
@@ -403,7 +565,7 @@ class _RolloutLoop:
         if chunks is not None:
             actions, active = chunks
         elif active:
-            actions = self._select_actions_or_fail(active)
+            actions = yield from self._select_actions_or_fail(active)
             if actions is None:
                 return None  # rows the policy failed are settled; the free slots start next round
             active = self._end_non_finite_rows(active, actions)
@@ -539,21 +701,26 @@ class _RolloutLoop:
             self.slots[env_id].video = EpisodeVideo(path, self.task.fps)
             self.slots[env_id].video.add(frame)
 
-    def _select_actions(self, active: Sequence[int]) -> np.ndarray:
+    def _select_actions(self, active: Sequence[int]) -> Planning:
         """One policy call for every slot; rows of idle slots are computed and ignored.
 
         The batch is built only when the policy reads it (`actions_without_observation`):
         most steps of a chunking policy pop queued actions, and converting the frames for
-        them would be wasted work.
+        them would be wasted work. The model's call itself is the caller's (`planning`).
         """
         actions = self.policy.actions_without_observation(len(self.observations))
         if actions is None:
-            batch = self._policy_batch(active)
-            with self._autocast():
-                actions = self.policy.select_action(batch)
+            actions = yield self._policy_batch(active)
         actions = self._on_host(actions)
         self._check_shape(actions)
         return actions
+
+    def compute_actions(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The policy's actions for a batch of `_policy_batch` (its preprocessor first)."""
+        if self.settings.preprocessor is not None:
+            batch = self.settings.preprocessor(batch)
+        with self._autocast():
+            return self.policy.select_action(batch)
 
     def _autocast(self) -> Any:
         return torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()
@@ -569,7 +736,8 @@ class _RolloutLoop:
         return actions.numpy()
 
     def _policy_batch(self, active: Sequence[int]) -> dict[str, Any]:
-        """Every slot's observation as the policy's batch (idle slots repeat an active one's)."""
+        """Every slot's observation as the policy's batch (idle slots repeat an active one's),
+        before the preprocessor (`compute_actions`)."""
         if len(active) == len(self.observations):
             stacked = stack_observations(self.observations)
         else:
@@ -579,8 +747,6 @@ class _RolloutLoop:
         self._poison_blind_images(batch)
         batch[TASK] = self.descriptions
         batch[ENV_TASK] = self.env_tasks
-        if self.settings.preprocessor is not None:
-            batch = self.settings.preprocessor(batch)
         return batch
 
     def _poison_blind_images(self, batch: dict[str, Any]) -> None:
@@ -594,11 +760,11 @@ class _RolloutLoop:
             if isinstance(value, torch.Tensor) and value.ndim >= 4 and value.is_floating_point():
                 value[rows] = math.nan
 
-    def _select_actions_or_fail(self, active: Sequence[int]) -> np.ndarray | None:
+    def _select_actions_or_fail(self, active: Sequence[int]) -> Planning:
         """The actions, or None when the policy raised for some rows: a harness failure (a lost
         policy server) re-runs their episodes like a crashed env; a policy error ends them."""
         try:
-            return self._select_actions(active)
+            return (yield from self._select_actions(active))
         except HarnessError as exc:
             for env_id in _failed_rows(exc.rows, active):
                 self._handle_failure(env_id, str(exc), restart_env=False)
