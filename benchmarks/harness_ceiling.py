@@ -20,7 +20,8 @@ cost per step shows), `*-per-step` (the same with `--eval.chunks_in_workers=fals
 reading the image and 4-d state, n_action_steps `--n-action-steps`, bf16 autocast on a GPU; its
 ratio is against min(the ceiling, the policy's own bound: rows x n_action_steps per
 `predict_action_chunk` time at that batch)). `--row-groups 1,2` runs our side once per value
-of `--eval.row_groups`, against the same ceiling.
+of `--eval.row_groups`, against the same ceiling; the value `ready` runs it with
+`--eval.independent_rows=true` (each worker's rows advance on their own).
 
     python benchmarks/harness_ceiling.py --batches 1,2,4,8 --cases random-state,act-pixels
     python benchmarks/harness_ceiling.py --device cuda --image-size 480 --batches 1,8,32,64  # GPU box
@@ -158,8 +159,10 @@ def run_ceiling(args: argparse.Namespace, case: str, batch: int, out: Path) -> d
 
 # --- (b) lerobot-eval ------------------------------------------------------------------------
 def run_ours(
-    args: argparse.Namespace, case: str, batch: int, checkpoint: Path, out: Path, row_groups: int = 1
+    args: argparse.Namespace, case: str, batch: int, checkpoint: Path, out: Path, row_groups: int | str = 1
 ) -> dict:
+    """lerobot-eval on `case`; `row_groups`: a value of --eval.row_groups, or READY for
+    --eval.independent_rows=true."""
     if case.startswith("smolvla"):
         checkpoint = checkpoint / "smolvla" / "checkpoint"
     else:
@@ -177,11 +180,30 @@ def run_ours(
         f"--eval.chunks_in_workers={str(not case.endswith('per-step')).lower()}",
         f"--seed={args.seed}",
         f"--output_dir={out}",
-        f"--eval.row_groups={row_groups}",
+        *(
+            ["--eval.row_groups=1", "--eval.independent_rows=true"]
+            if row_groups == READY
+            else [f"--eval.row_groups={row_groups}"]
+        ),
         *args.eval_flag,
     ]
     result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
     return {**result, "env_steps": throughput_act.episode_steps(out)}
+
+
+READY = "ready"
+"""`--row-groups` value for rows that advance independently (`--eval.independent_rows=true`)."""
+
+
+def parse_groupings(text: str) -> list[int | str]:
+    return [value if value == READY else int(value) for value in text.split(",")]
+
+
+def grouping_tag(row_groups: int | str) -> str:
+    """ " g2" for 2 row groups, " ind" for independent rows, nothing for lockstep."""
+    if row_groups == READY:
+        return " ind"
+    return f" g{row_groups}" if row_groups > 1 else ""
 
 
 def rate(result: dict) -> float:
@@ -240,7 +262,7 @@ def policy_bound(args: argparse.Namespace, checkpoint: Path, batch: int) -> floa
 
 
 def report(
-    case: str, batch: int, row_groups: int, ceiling: dict, mine: dict, bound: float | None = None
+    case: str, batch: int, row_groups: int | str, ceiling: dict, mine: dict, bound: float | None = None
 ) -> dict:
     """One row of the table, printed as it comes; with the policy's own bound (a VLA), the
     ratio is against min(that bound, the ceiling)."""
@@ -257,7 +279,7 @@ def report(
         "ours_wall_s": mine["wall_s"],
         "main_mb": mine["main_mb"],
     }
-    groups = f" g{row_groups}" if row_groups > 1 else ""
+    groups = grouping_tag(row_groups)
     bound_text = f"  policy bound {bound:8.1f}" if bound is not None else ""
     print(
         f"{case:>20} b{batch:<3}{groups:<4} ceiling {row['ceiling_steps_per_s']:8.1f}  ours "
@@ -293,7 +315,8 @@ def main() -> int:
     parser.add_argument(
         "--row-groups",
         default="1",
-        help="our side once per value of --eval.row_groups (comma-separated), against the same ceiling",
+        help="our side once per value of --eval.row_groups (comma-separated; 'ready': "
+        "--eval.independent_rows=true), against the same ceiling",
     )
     parser.add_argument(
         "--tiny-vla",
@@ -317,7 +340,7 @@ def main() -> int:
     if unknown:
         parser.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)}")
     batches = [int(b) for b in args.batches.split(",")]
-    row_groups = [int(g) for g in args.row_groups.split(",")]
+    row_groups = parse_groupings(args.row_groups)
     # Both sides import from cached bytecode, as an installed environment does from its second
     # run on. With PYTHONDONTWRITEBYTECODE set, every process compiles what it imports anew
     # (1.7 s for lerobot-eval): the raw processes pay it in parallel, our main process once, in

@@ -1,13 +1,17 @@
-"""Groups of envs taking turns (`--eval.row_groups`): does the policy's time hide behind the
+"""Groups of envs taking turns (`--eval.row_groups`), or rows advancing independently
+(`--eval.independent_rows`, the grouping `ready`): does the policy's time hide behind the
 simulation's? (issue 29)
 
-Two cases, each run a fresh process, groupings alternating, the best of `--repeats` kept:
+Three cases, each run a fresh process, groupings alternating, the best of `--repeats` kept:
 
 (a) `sleepy`: a policy standing in for a model on a GPU. Each call holds the GIL-free wait of
     `--policy-ms` (as CUDA inference releases the GIL) and returns random actions; Meta-World
     push-v3 with state observations, `--batch` envs in worker processes, run through
     `run_episodes` as lerobot-eval runs it. In lockstep a step costs policy + simulation; in
     groups, the policy computes one group's actions while the others step.
+(a') `expert`: the same, with Meta-World's scripted expert waiting `--policy-ms` per call: it
+    succeeds after a different number of steps in every episode, so episodes end and reset
+    at different times, where in lockstep every reset holds up the whole batch.
 (b) `served`: the tests' ACT (LeRobot 0.6.1's save; 96x96 image + 4-d state) served by
     `lerobot-serve-policy` in its own process, on this machine's CPU, and `lerobot-eval
     --policy.type=websocket` against it: the server computes one group's actions while the
@@ -28,6 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import harness_ceiling
 import throughput_act
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,6 +50,9 @@ from lerobot.policies.random.modeling_random import RandomPolicy
 
 args = json.loads(sys.argv[1])
 
+from lerobot.policies.metaworld_expert.configuration_metaworld_expert import MetaworldExpertConfig
+from lerobot.policies.metaworld_expert.modeling_metaworld_expert import MetaworldExpertPolicy
+
 class SleepyPolicy(RandomPolicy):
     name = "sleepy"
 
@@ -52,11 +60,20 @@ class SleepyPolicy(RandomPolicy):
         time.sleep(args["policy_ms"] / 1000)  # the GIL is free meanwhile, as during CUDA inference
         return super().select_action(batch)
 
+class SleepyExpert(MetaworldExpertPolicy):
+    def select_action(self, batch):
+        time.sleep(args["policy_ms"] / 1000)
+        return super().select_action(batch)
+
 cfg = make_env_config("metaworld", task="push-v3", obs_type="state", episode_length=args["length"])
 [task] = cfg.tasks()
 env = make_task_env(cfg, task, args["batch"], use_async_envs=True)
-policy = SleepyPolicy(RandomConfig(device="cpu"), -np.ones(4), np.ones(4))
-settings = RolloutSettings(start_seed=1000, row_groups=args["groups"])
+if args["expert"]:
+    policy = SleepyExpert(MetaworldExpertConfig(device="cpu"))
+else:
+    policy = SleepyPolicy(RandomConfig(device="cpu"), -np.ones(4), np.ones(4))
+ready = args["groups"] == "ready"
+settings = RolloutSettings(start_seed=1000, row_groups=1 if ready else args["groups"], independent_rows=ready)
 run_episodes(env, policy, range(args["batch"]), settings)  # start the workers, build the envs
 started = time.perf_counter()
 results = run_episodes(env, policy, range(args["episodes"]), settings)
@@ -66,8 +83,9 @@ print(json.dumps({"env_steps": sum(r.n_steps for r in results), "seconds": secon
 """
 
 
-def run_sleepy(args: argparse.Namespace, groups: int) -> dict:
+def run_sleepy(args: argparse.Namespace, groups: int | str, expert: bool = False) -> dict:
     settings = {
+        "expert": expert,
         "policy_ms": args.policy_ms,
         "batch": args.batch,
         "groups": groups,
@@ -96,7 +114,7 @@ def served_act(tmp: Path):
         yield port
 
 
-def run_served(args: argparse.Namespace, port: int, groups: int, out: Path, per_step: bool) -> dict:
+def run_served(args: argparse.Namespace, port: int, groups: int | str, out: Path, per_step: bool) -> dict:
     flags = [
         *(["--policy.replan_steps=1"] if per_step else []),
         "--policy.type=websocket",
@@ -108,7 +126,11 @@ def run_served(args: argparse.Namespace, port: int, groups: int, out: Path, per_
         f"--env.episode_length={args.episode_length}",
         f"--eval.n_episodes={args.episodes}",
         f"--eval.batch_size={args.batch}",
-        f"--eval.row_groups={groups}",
+        *(
+            ["--eval.row_groups=1", "--eval.independent_rows=true"]
+            if groups == harness_ceiling.READY
+            else [f"--eval.row_groups={groups}"]
+        ),
         "--eval.max_episodes_rendered=0",
         f"--output_dir={out}",
     ]
@@ -125,7 +147,11 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cases", default="sleepy,served")
-    parser.add_argument("--groups", default="1,2", help="values of --eval.row_groups, comma-separated")
+    parser.add_argument(
+        "--groups",
+        default="1,2",
+        help="values of --eval.row_groups, comma-separated ('ready': --eval.independent_rows=true)",
+    )
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--episode-length", type=int, default=200)
@@ -133,17 +159,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args()
-    groupings = [int(g) for g in args.groups.split(",")]
+    groupings = harness_ceiling.parse_groupings(args.groups)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases.split(","):
-            runs: dict[int, list[dict]] = {g: [] for g in groupings}
+            runs: dict[int | str, list[dict]] = {g: [] for g in groupings}
             served = case.startswith("served")
             with served_act(Path(tmp)) if served else contextlib.nullcontext() as port:
                 for repeat in range(args.repeats):
                     for groups in groupings:
-                        if case == "sleepy":
-                            runs[groups].append(run_sleepy(args, groups))
+                        if case in ("sleepy", "expert"):
+                            runs[groups].append(run_sleepy(args, groups, expert=case == "expert"))
                         else:
                             out = Path(tmp) / f"{case}-g{groups}-{repeat}"
                             runs[groups].append(

@@ -216,3 +216,20 @@ def test_act_on_metaworld_with_independent_rows_acts_and_scores_as_in_lockstep(
     assert [(r[0], r[1], r[2], r[5]) for r in independent] == [(r[0], r[1], r[2], r[5]) for r in reference]
     rewards = [reward for r in reference for reward in r[3:5]]
     assert [reward for r in independent for reward in r[3:5]] == pytest.approx(rewards, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_the_workers_back_are_told_at_once_and_the_others_waited_for_only_within_gather_s():
+    """Worker 0's env steps in 0.3 s, worker 1's at once: without a gathering window only
+    worker 1 is back; with 2 s, both are (and their replies are read)."""
+    env = workers_env(2, env_class=SlowSeedEnv, slow_seed=0, slow_s=0.3)
+    try:
+        env.reset_at([0, 1], [0, 1])
+        for gather_s, back in ((0.0, [1]), (2.0, [0, 1])):
+            env.send_step_and_reset_at([0, 1], [torch.zeros(2).numpy()] * 2, [], [], [])
+            assert env.answered([[0], [1]], block=True, gather_s=gather_s) == back
+            steps, _ = env.gather_step_and_reset([0, 1], [])
+            assert [step.reward for step in steps] == [0.0, 0.0]
+        assert env.answered([[0], [1]], block=False) == [0, 1]  # nothing in flight: all back
+    finally:
+        env.close()

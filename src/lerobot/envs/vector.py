@@ -404,10 +404,13 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         self._read_arrivals([*step_ids, *reset_ids])  # a worker may answer for both
         return self._gather(step_ids), self._gather(reset_ids)
 
-    def answered(self, slot_sets: Sequence[Sequence[int]], block: bool = True) -> list[int]:
+    def answered(
+        self, slot_sets: Sequence[Sequence[int]], block: bool = True, gather_s: float = 0.0
+    ) -> list[int]:
         """The indices of `slot_sets` whose commands sent last are all answered (slots of this
-        process answer on send); with `block`, waits until at least one set is. The replies
-        are then gathered with `gather_step_and_reset` without waiting."""
+        process answer on send); with `block`, waits until at least one set is, then up to
+        `gather_s` for more (`answered_sets`). The replies are then gathered with
+        `gather_step_and_reset` without waiting."""
         slots = self._ensure_started()
         worker_sets = [
             list(
@@ -417,7 +420,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
             )
             for ids in slot_sets
         ]
-        return answered_sets(worker_sets, block, self.step_timeout_s)
+        return answered_sets(worker_sets, block, self.step_timeout_s, gather_s)
 
     def slots_by_owner(self) -> list[list[int]]:
         """The slots that answer together: each worker process's envs (one message, one reply

@@ -298,13 +298,15 @@ def receive_in_arrival_order(workers: Sequence[WorkerProcess], timeout: float | 
 
 
 def answered_sets(
-    worker_sets: Sequence[Sequence[WorkerProcess]], block: bool, timeout: float | None
+    worker_sets: Sequence[Sequence[WorkerProcess]], block: bool, timeout: float | None, gather_s: float = 0.0
 ) -> list[int]:
     """The indices of the sets whose every worker has answered its last message, reading the
-    replies that have arrived; with `block`, waits until at least one set has.
+    replies that have arrived; with `block`, waits until at least one set has, then up to
+    `gather_s` more for the others.
 
     For rows that advance independently (`--eval.independent_rows`): the caller computes the
-    next actions of whichever workers are back, together, while the others still step. A
+    next actions of whichever workers are back, together, while the others still step; a
+    policy call that costs `gather_s` whatever its rows is better spent on more of them. A
     set that waits on nothing is answered at once. When no reply comes within ARRIVAL_WAIT_S,
     the first unanswered worker is read with `reply`'s own `timeout`, so a hung worker is
     killed as in lockstep.
@@ -320,8 +322,15 @@ def answered_sets(
         return [i for i, workers in enumerate(worker_sets) if not any(w.awaiting_reply for w in workers)]
 
     done = answered()
+    gather_until = time.perf_counter() + gather_s if done else None
     while waiting:
-        ready = poller.poll(0 if done or not block else ARRIVAL_WAIT_S * 1000)
+        if not block:
+            wait_s = 0.0
+        elif gather_until is None:
+            wait_s = ARRIVAL_WAIT_S
+        else:
+            wait_s = max(0.0, gather_until - time.perf_counter())
+        ready = poller.poll(wait_s * 1000)
         if not ready:
             if done or not block:
                 break
@@ -330,6 +339,8 @@ def answered_sets(
             poller.unregister(fd)
             waiting.pop(fd)._receive(timeout)
         done = answered()
+        if done and gather_until is None:
+            gather_until = time.perf_counter() + gather_s
     return done
 
 

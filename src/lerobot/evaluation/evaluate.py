@@ -106,6 +106,8 @@ def where_envs_run(eval_cfg: EvalConfig) -> str:
         f" of {per_worker} envs" if per_worker > 1 else ""
     )
     in_main = f", {in_process} in the main process" if in_process else ""
+    if eval_cfg.independent_rows:
+        return workers + in_main + ", rows advancing independently"
     return workers + in_main + ("," + in_row_groups(eval_cfg.row_groups) if eval_cfg.row_groups > 1 else "")
 
 
@@ -128,7 +130,9 @@ def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConf
     except BaseException:
         policy.close()
         raise
-    settings = dataclasses.replace(settings, row_groups=cfg.eval.row_groups)
+    settings = dataclasses.replace(
+        settings, row_groups=cfg.eval.row_groups, independent_rows=bool(cfg.eval.independent_rows)
+    )
     recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
     return make_local_backend(policy, settings, cfg.env, cfg.eval, recorders), cfg
 

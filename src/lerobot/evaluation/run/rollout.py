@@ -233,8 +233,9 @@ def run_episodes(
     hooks = hooks or RolloutHooks()
     if settings.independent_rows:
         groups = _slot_groups(env, policy, env.num_envs, "--eval.independent_rows=true")
+        groups = _with_this_process_as_one(env, groups)
     else:
-        groups = _slot_groups(env, policy, settings.row_groups, f"--eval.row_groups={settings.row_groups}")
+        groups = _slot_groups(env, policy, settings.row_groups)
     if len(groups) < 2:
         return _RolloutLoop(env, policy, work, settings, task, hooks).run()
     views = split_policy(policy, [len(group) for group in groups])
@@ -259,7 +260,7 @@ class _Work:
 _TOLD_ONE_GROUP: set[str] = set()
 
 
-def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int, flag: str) -> list[list[int]]:
+def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int, flag: str | None = None) -> list[list[int]]:
     """The slots of each group that takes turns (one group: all of them, in lockstep).
 
     Groups are made of whole workers (a worker answers once for all its envs) and balanced by
@@ -272,6 +273,7 @@ def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int, flag: str) -> lis
     if not can_move_rows(policy):
         if policy.name not in _TOLD_ONE_GROUP:  # once per run, not once per task
             _TOLD_ONE_GROUP.add(policy.name)
+            flag = flag or f"--eval.row_groups={wanted}"
             logger.info("%s: policy %r cannot keep rows aside; one group", flag, policy.name)
         return [list(range(env.num_envs))]
     units = env.slots_by_owner()
@@ -279,6 +281,15 @@ def _slot_groups(env: SlotEnv, policy: RowPolicy, wanted: int, flag: str) -> lis
     for unit in units:
         min(groups, key=len).extend(unit)
     return [sorted(group) for group in groups]
+
+
+def _with_this_process_as_one(env: SlotEnv, groups: list[list[int]]) -> list[list[int]]:
+    """`groups` (one per worker) with the slots this process steps as one group: they answer
+    on send, so they are always back together, and one group plans them in one go."""
+    in_process = getattr(env, "in_process_slots", 0)
+    if len(groups) < 2 or in_process < 2:
+        return groups
+    return [list(range(in_process)), *(group for group in groups if group[0] >= in_process)]
 
 
 def _run_in_turns(loops: Sequence[_RolloutLoop], work: _Work, hooks: RolloutHooks) -> list[EpisodeResult]:
@@ -305,9 +316,12 @@ def _run_as_ready(env: LazyVectorEnv, loops: Sequence[_RolloutLoop], work: _Work
     """Rows advance independently: each group (one worker's slots) gets its next actions as
     soon as its replies are back, in one model call with every other group back by then, while
     the groups still out keep stepping. A slow env, a long reset or a render holds up its own
-    worker's rows only; the model's batch is whatever arrived while it last computed."""
+    worker's rows only. Once a group is back, the others are waited for as long as serving the
+    last ones took (planning and the model's call): a call whose cost hardly depends on its
+    rows (a GPU's) would cost as much again for each group that missed it by a moment."""
     in_flight: dict[int, _Round] = {}
     ready = list(range(len(loops)))
+    serving_s = 0.0
     try:
         with torch.inference_mode():
             while True:
@@ -315,8 +329,13 @@ def _run_as_ready(env: LazyVectorEnv, loops: Sequence[_RolloutLoop], work: _Work
                 for index in ready:
                     if index in in_flight:
                         loops[index].collect_round(in_flight.pop(index))
+                started = time.perf_counter()
                 planned = _plan_together([loops[index] for index in ready])
-                for index, round_ in zip(ready, planned, strict=True):
+                serving_s = time.perf_counter() - started
+                # Workers first: a slot of this process steps on send, and they work meanwhile.
+                for index, round_ in sorted(
+                    zip(ready, planned, strict=True), key=_in_process_last(env, loops)
+                ):
                     if round_ is not None:
                         in_flight[index] = loops[index].send_round(round_)
                 idle = [
@@ -327,12 +346,19 @@ def _run_as_ready(env: LazyVectorEnv, loops: Sequence[_RolloutLoop], work: _Work
                 if not in_flight and not idle:
                     break
                 out = sorted(in_flight)
-                answered = env.answered([loops[index].env.slot_ids for index in out], block=not idle)
+                answered = env.answered(
+                    [loops[index].env.slot_ids for index in out], block=not idle, gather_s=serving_s
+                )
                 ready = sorted([out[k] for k in answered] + idle)
     finally:
         for index, sent in in_flight.items():  # a failure elsewhere: leave no reply unread
             loops[index].env.gather_step_and_reset(sent.active, sent.starting)
     return sorted(work.results, key=lambda r: r.episode_index)
+
+
+def _in_process_last(env: LazyVectorEnv, loops: Sequence[_RolloutLoop]) -> Callable[[tuple[int, Any]], bool]:
+    """Sort key of (loop index, round) pairs: the loops whose slots live in this process last."""
+    return lambda pair: loops[pair[0]].env.slot_ids[0] < env.in_process_slots
 
 
 def _plan_together(loops: Sequence[_RolloutLoop]) -> list[_Round | None]:
