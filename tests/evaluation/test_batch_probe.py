@@ -76,6 +76,38 @@ def test_given_row_groups_are_kept_for_every_batch_size():
     assert asked == [(1, 3), (2, 3)] and measurement.best == BatchRate(1, 100.0, row_groups=3)
 
 
+def test_the_fastest_batch_is_then_measured_with_independent_rows():
+    rates = {(1, 1): 500.0, (2, 1): 1000.0, (4, 1): 900.0, (2, 2): 1010.0}
+    independent = []
+
+    def independent_rate(batch_size):
+        independent.append(batch_size)
+        return {2: 1300.0}[batch_size]
+
+    asked = []
+
+    def rate(batch_size, groups):
+        asked.append((batch_size, groups))
+        return rates[(batch_size, groups)]
+
+    measurement = measure_batch_sizes(rate, [1, 2, 4], lambda b: [2], independent_rate_at=independent_rate)
+    assert asked == [(1, 1), (2, 1), (4, 1), (2, 2)] and independent == [2]
+    assert measurement.best == BatchRate(2, 1300.0, independent_rows=True)
+
+
+def test_independent_rows_within_three_percent_leave_lockstep_the_best():
+    rates = (BatchRate(8, 1000.0), BatchRate(8, 1020.0, independent_rows=True))
+    assert BatchMeasurement(rates).best == BatchRate(8, 1000.0)
+
+
+def test_given_independent_rows_tag_every_rate_measured():
+    measurement = measure_batch_sizes(lambda b, g: 100.0 * b, [1, 2], independent_rows=True)
+    assert measurement.rates == (
+        BatchRate(1, 100.0, independent_rows=True),
+        BatchRate(2, 200.0, independent_rows=True),
+    )
+
+
 def test_the_best_is_the_smallest_batch_within_three_percent_of_the_fastest():
     rates = (BatchRate(8, 900.0), BatchRate(16, 1000.0), BatchRate(24, 1020.0), BatchRate(32, 1010.0))
     assert BatchMeasurement(rates).best == BatchRate(16, 1000.0)

@@ -59,6 +59,26 @@ def test_a_measurement_fills_in_what_is_left_to_auto(tmp_path, flags, expected):
     assert settled(cfg, policy) == expected
 
 
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ([], (6, 1, True)),
+        (["--eval.row_groups=1"], (6, 1, None)),  # given groups keep rows in them
+        (["--eval.independent_rows=false"], (6, 1, False)),
+        (["--eval.batch_size=3", "--eval.independent_rows=true"], (3, 1, True)),
+    ],
+)
+def test_measured_independent_rows_are_taken_where_neither_they_nor_groups_were_given(
+    tmp_path, flags, expected
+):
+    cfg, policy = config_and_policy(tmp_path, *flags)
+    rates = (BatchRate(6, 1000.0, independent_rows=True),)
+    remembered = RememberedBatchSize(6, 1, "2026-12-06T14:00:00", rates, independent_rows=True)
+    remember_batch_size(batch_workload(cfg, policy), remembered)
+    run = with_settled_batch_size(cfg, policy, RolloutSettings())
+    assert (run.eval.batch_size, run.eval.row_groups, run.eval.independent_rows) == expected
+
+
 def test_a_measurement_of_other_env_settings_does_not_apply(tmp_path):
     cfg, policy = config_and_policy(tmp_path)
     remember(cfg, policy, 6, 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -43,6 +44,22 @@ def test_a_measurement_is_found_again_for_its_workload_only(cache_dir):
     assert path == cache_dir / "eval_batch_sizes.json" == batch_sizes_file()
     assert remembered_batch_size(workload()) == remembered
     assert remembered_batch_size(workload(task="reach-v3")) is None
+
+
+def test_independent_rows_are_remembered_and_an_older_file_without_them_reads_as_lockstep(cache_dir):
+    rates = (BatchRate(4, 900.0), BatchRate(4, 1000.0, independent_rows=True))
+    remembered = RememberedBatchSize(4, 1, "2026-12-06T13:00:00+00:00", rates, independent_rows=True)
+    remember_batch_size(workload(), remembered)
+    assert remembered_batch_size(workload()) == remembered
+    entries = json.loads(batch_sizes_file().read_text())
+    for entry in entries:  # as the first version of the file wrote them
+        del entry["independent_rows"]
+        for rate in entry["measured"]:
+            del rate["independent_rows"]
+    batch_sizes_file().write_text(json.dumps(entries))
+    assert remembered_batch_size(workload()) == dataclasses.replace(
+        remembered, independent_rows=False, rates=(BatchRate(4, 900.0), BatchRate(4, 1000.0))
+    )
 
 
 def test_measuring_again_replaces_the_workload_s_entry_and_keeps_the_others(cache_dir):

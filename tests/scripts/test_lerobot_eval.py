@@ -75,27 +75,30 @@ def test_a_measured_batch_size_is_run_and_remembered_for_the_same_workload(tmp_p
         "--seed=7",
     ]
 
-    def batch_size_run(name: str, *flags: str) -> tuple[tuple[int, int], list[tuple]]:
+    def batch_size_run(name: str, *flags: str) -> tuple[tuple[int, int, bool | None], list[tuple]]:
         info = run_cli(tmp_path / name, *common, *flags)
-        config = json.loads((tmp_path / name / "out" / "run_config.json").read_text())
-        return (config["eval"]["batch_size"], config["eval"]["row_groups"]), per_episode_outcomes(info)
+        ran = json.loads((tmp_path / name / "out" / "run_config.json").read_text())["eval"]
+        return (ran["batch_size"], ran["row_groups"], ran["independent_rows"]), per_episode_outcomes(info)
 
     measured, outcomes = batch_size_run(
         "measured", "--env.episode_length=20", "--eval.measure_batch_size=true"
     )
     [entry] = json.loads((tmp_path / "cache" / "eval_batch_sizes.json").read_text())
-    tried = [(r["batch_size"], r["row_groups"]) for r in entry["measured"]]
-    lockstep = [batch for batch, groups in tried if groups == 1]
+    tried = [(r["batch_size"], r["row_groups"], r["independent_rows"]) for r in entry["measured"]]
+    lockstep = [batch for batch, groups, independent in tried if groups == 1 and not independent]
     assert lockstep == batch_probe.candidate_batches(usable_cores())[: len(lockstep)]
+    assert tried[-1][1:] == (1, True)  # the fastest batch, with rows advancing independently
     assert all(r["env_steps_per_s"] > 0 for r in entry["measured"])
-    assert measured == (entry["batch_size"], entry["row_groups"]) and measured in tried
+    remembered = (entry["batch_size"], entry["row_groups"], entry["independent_rows"])
+    assert measured[:2] == remembered[:2] and remembered in tried
+    assert measured[2] == (True if entry["independent_rows"] else None)
     assert entry["workload"]["env"]["type"] == "metaworld" and entry["workload"]["policy"]["type"] == "random"
 
     assert batch_size_run("remembered", "--env.episode_length=20") == (measured, outcomes)
     one = batch_size_run("one", "--env.episode_length=20", "--eval.batch_size=1", "--eval.row_groups=1")
-    assert one == ((1, 1), outcomes)
+    assert one == ((1, 1, None), outcomes)
     other_workload, _ = batch_size_run("other", "--env.episode_length=10")
-    assert other_workload == (0, 0)  # auto: nothing was measured for these env settings
+    assert other_workload == (0, 0, None)  # auto: nothing was measured for these env settings
 
 
 @pytest.mark.slow
@@ -130,8 +133,9 @@ def test_results_are_identical_for_any_batch_and_wherever_its_envs_run(tmp_path)
         "--seed=7",
     ]
     # (batch size, envs the main process steps beside the workers, envs per worker, groups
-    # taking turns): all in-process, one env per worker, several per worker, mixed, and the
-    # batch split into groups (one per worker; an env of the main process as a group).
+    # taking turns or "ind": rows advancing independently): all in-process, one env per worker,
+    # several per worker, mixed, the batch split into groups (one per worker; an env of the
+    # main process as a group), and every worker on its own.
     layouts = [
         (1, 1, 1, 1),
         (2, 0, 1, 1),
@@ -143,6 +147,8 @@ def test_results_are_identical_for_any_batch_and_wherever_its_envs_run(tmp_path)
         (3, 0, 1, 2),
         (3, 1, 1, 3),
         (4, 0, 2, 2),
+        (3, 0, 1, "ind"),
+        (4, 2, 1, "ind"),
     ]
     runs = [
         run_cli(
@@ -151,7 +157,7 @@ def test_results_are_identical_for_any_batch_and_wherever_its_envs_run(tmp_path)
             f"--eval.batch_size={bs}",
             f"--eval.envs_in_main_process={main}",
             f"--eval.envs_per_worker={per_worker}",
-            f"--eval.row_groups={groups}",
+            *(["--eval.independent_rows=true"] if groups == "ind" else [f"--eval.row_groups={groups}"]),
         )
         for bs, main, per_worker, groups in layouts
     ]

@@ -9,7 +9,9 @@ its workers laid out as the run would) at a few batch sizes, in ascending order,
 seconds each after a warm-up that leaves out starting the workers, and stops climbing once a
 larger batch no longer gains; then the fastest size in row groups that take turns
 (`--eval.row_groups`), which pay where a policy call is cheap against a group's simulation
-and lose where its cost is fixed and large: again something only a measurement tells.
+and lose where its cost is fixed and large, and with rows advancing independently
+(`--eval.independent_rows`), which pays where steps, resets or renders differ between envs
+and costs the main process more rounds: again something only a measurement tells.
 Episodes run for the measurement are thrown away; results never depend on the batch size
 (per-episode seeds and policy rows).
 """
@@ -56,7 +58,7 @@ class BatchMeasurement:
         fewer processes and policy calls."""
         fastest = max(rate.env_steps_per_s for rate in self.rates)
         near = [r for r in self.rates if r.env_steps_per_s * (1 + MIN_GAIN) >= fastest]
-        return min(near, key=lambda r: (r.batch_size, r.row_groups))
+        return min(near, key=lambda r: (r.batch_size, r.independent_rows, r.row_groups))
 
 
 def candidate_batches(cores: int, cap: int = MAX_AUTO_BATCH_SIZE) -> list[int]:
@@ -81,15 +83,26 @@ def measure_batch_sizes(
     candidates: Sequence[int],
     row_groups_at: Callable[[int], Sequence[int]] | None = None,
     row_groups: int = 1,
+    independent_rate_at: Callable[[int], float] | None = None,
+    independent_rows: bool = False,
 ) -> BatchMeasurement:
     """Measure `candidates` in ascending order in `row_groups` groups (1: lockstep), stopping at
     the first that is not MIN_GAIN faster than the fastest before it (past the machine's
     saturation each larger batch only adds processes); then, with `row_groups_at(batch_size)`,
-    the fastest size split into those groupings, ascending, with the same stop."""
+    the fastest size split into those groupings, ascending, with the same stop; then, with
+    `independent_rate_at(batch_size)`, the fastest size with rows advancing independently.
+    `independent_rows`: `env_steps_per_s` itself runs with them (they were given)."""
     rates = _climb(env_steps_per_s, [(batch_size, row_groups) for batch_size in sorted(candidates)], [])
+    if independent_rows:
+        rates = [replace(rate, independent_rows=True) for rate in rates]
     if row_groups_at is not None:
         best = BatchMeasurement(tuple(rates)).best.batch_size
         rates = _climb(env_steps_per_s, [(best, groups) for groups in sorted(row_groups_at(best))], rates)
+    if independent_rate_at is not None:
+        best = BatchMeasurement(tuple(rates)).best.batch_size
+        rate = BatchRate(best, independent_rate_at(best), independent_rows=True)
+        logger.info("batch size %d%s: %.0f env-steps/s", best, ARRANGED_INDEPENDENTLY, rate.env_steps_per_s)
+        rates.append(rate)
     return BatchMeasurement(tuple(rates))
 
 
@@ -109,6 +122,10 @@ def _climb(
         if len(rates) > 1 and rate.env_steps_per_s < fastest * (1 + MIN_GAIN):
             break
     return rates
+
+
+ARRANGED_INDEPENDENTLY = ", rows advancing independently"
+"""The log's words for `--eval.independent_rows=true` after a batch size."""
 
 
 def in_row_groups(row_groups: int) -> str:

@@ -1,4 +1,4 @@
-"""The batch size (and row groups) a `lerobot-eval` run uses: as given, measured now
+"""The batch size (and row groups, and whether rows advance independently) a `lerobot-eval` run uses: as given, measured now
 (`--eval.measure_batch_size=true`), measured earlier for the same workload on this machine, or
 the core-count rule (`auto_batch_size`) when nothing was measured."""
 
@@ -12,6 +12,7 @@ from typing import Any
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.evaluation.run.backend import task_envs
 from lerobot.evaluation.run.batch_probe import (
+    ARRANGED_INDEPENDENTLY,
     candidate_batches,
     candidate_row_groups,
     env_steps_per_second,
@@ -39,11 +40,14 @@ logger = logging.getLogger(__name__)
 def with_settled_batch_size(
     cfg: EvalPipelineConfig, policy: RowPolicy, settings: RolloutSettings
 ) -> EvalPipelineConfig:
-    """`cfg` with the batch size and row groups it runs at. Given values stay; `0` (auto) takes
-    what `--eval.measure_batch_size=true` measures now, or measured earlier for this workload
-    on this machine; with nothing measured, the batch size stays 0 (`auto_batch_size`) and the
-    row groups 0 (lockstep)."""
-    if cfg.eval.batch_size and not cfg.eval.measure_batch_size and cfg.eval.row_groups:
+    """`cfg` with the batch size, row groups and independent rows it runs at. Given values
+    stay; auto (0, or None) takes what `--eval.measure_batch_size=true` measures now, or
+    measured earlier for this workload on this machine; with nothing measured, the batch size
+    stays 0 (`auto_batch_size`), the row groups 0 and independent rows None (lockstep). Given
+    row groups (1 included) keep rows in their groups: independent rows only come with auto
+    row groups."""
+    given = cfg.eval.batch_size and cfg.eval.row_groups and cfg.eval.independent_rows is not None
+    if given and not cfg.eval.measure_batch_size:
         return cfg
     if not cfg.eval.measure_batch_size and not batch_sizes_file().exists():
         return cfg  # nothing measured on this machine: no workload to describe (a CUDA query)
@@ -56,6 +60,7 @@ def with_settled_batch_size(
             return cfg
         taken = [f"batch size {chosen.batch_size}"] if not cfg.eval.batch_size else []
         taken += [f"row groups {chosen.row_groups}"] if not cfg.eval.row_groups else []
+        taken += ["independent rows"] if _takes_independent_rows(cfg, chosen) else []
         logger.info(
             "%s: measured for this workload on this machine at %s (%s)",
             " and ".join(taken),
@@ -67,9 +72,16 @@ def with_settled_batch_size(
         cfg.eval,
         batch_size=cfg.eval.batch_size or chosen.batch_size,
         row_groups=cfg.eval.row_groups or chosen.row_groups,
+        independent_rows=_takes_independent_rows(cfg, chosen) or cfg.eval.independent_rows,
         measure_batch_size=False,
     )
     return settled
+
+
+def _takes_independent_rows(cfg: EvalPipelineConfig, chosen: RememberedBatchSize) -> bool:
+    """Whether the run takes independent rows from the measurement: it found them fastest, and
+    neither they nor row groups were given."""
+    return chosen.independent_rows and cfg.eval.independent_rows is None and not cfg.eval.row_groups
 
 
 def batch_workload(cfg: EvalPipelineConfig, policy: RowPolicy) -> dict[str, Any]:
@@ -102,21 +114,30 @@ def _measure_and_remember(
             measure_batch_size=False,
         )
 
-    def rate_at(batch_size: int, row_groups: int) -> float:
+    def rate_at(
+        batch_size: int, row_groups: int, independent_rows: bool = settings.independent_rows
+    ) -> float:
         env = task_envs(cfg.env, probe_config(batch_size, row_groups))(task)
         try:
-            return env_steps_per_second(
-                env, policy, dataclasses.replace(settings, row_groups=row_groups), task
-            )
+            arranged = dataclasses.replace(settings, row_groups=row_groups, independent_rows=independent_rows)
+            return env_steps_per_second(env, policy, arranged, task)
         finally:
             env.close()
+
+    def independent_rate_at(batch_size: int) -> float:
+        return rate_at(batch_size, 1, independent_rows=True)
 
     def row_groups_at(batch_size: int) -> list[int]:
         return candidate_row_groups(answering_units(probe_config(batch_size, 1)))
 
-    groups_to_measure = cfg.eval.row_groups == 0 and can_move_rows(policy)
+    arrangements_to_measure = cfg.eval.row_groups == 0 and can_move_rows(policy)
     measurement = measure_batch_sizes(
-        rate_at, candidates, row_groups_at if groups_to_measure else None, max(1, cfg.eval.row_groups)
+        rate_at,
+        candidates,
+        row_groups_at if arrangements_to_measure and not settings.independent_rows else None,
+        max(1, cfg.eval.row_groups),
+        independent_rate_at if arrangements_to_measure and cfg.eval.independent_rows is None else None,
+        independent_rows=settings.independent_rows,
     )
     best = measurement.best
     remembered = RememberedBatchSize(
@@ -126,8 +147,10 @@ def _measure_and_remember(
         rates=tuple(
             dataclasses.replace(r, env_steps_per_s=round(r.env_steps_per_s, 1)) for r in measurement.rates
         ),
+        independent_rows=best.independent_rows,
     )
-    chosen = f"batch size {best.batch_size}{in_row_groups(best.row_groups)}"
+    arranged = ARRANGED_INDEPENDENTLY if best.independent_rows else in_row_groups(best.row_groups)
+    chosen = f"batch size {best.batch_size}{arranged}"
     try:
         path = remember_batch_size(workload, remembered)
     except ResultsWriteError as exc:  # the run goes on as measured; later runs guess

@@ -34,6 +34,7 @@ class BatchRate:
     batch_size: int
     env_steps_per_s: float
     row_groups: int = 1
+    independent_rows: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +44,7 @@ class RememberedBatchSize:
     measured_at: str
     rates: tuple[BatchRate, ...]
     """Everything measured, in the order measured."""
+    independent_rows: bool = False
 
 
 def batch_sizes_file() -> Path:
@@ -80,9 +82,15 @@ def remembered_batch_size(workload: dict[str, Any]) -> RememberedBatchSize | Non
                     row_groups=int(entry["row_groups"]),
                     measured_at=str(entry["measured_at"]),
                     rates=tuple(
-                        BatchRate(int(r["batch_size"]), float(r["env_steps_per_s"]), int(r["row_groups"]))
+                        BatchRate(
+                            int(r["batch_size"]),
+                            float(r["env_steps_per_s"]),
+                            int(r["row_groups"]),
+                            bool(r.get("independent_rows", False)),
+                        )
                         for r in entry["measured"]
                     ),
+                    independent_rows=bool(entry.get("independent_rows", False)),
                 )
             except (KeyError, TypeError, ValueError):
                 return None
@@ -97,6 +105,7 @@ def remember_batch_size(workload: dict[str, Any], remembered: RememberedBatchSiz
             "workload": workload,
             "batch_size": remembered.batch_size,
             "row_groups": remembered.row_groups,
+            "independent_rows": remembered.independent_rows,
             "measured_at": remembered.measured_at,
             "measured": [dataclasses.asdict(rate) for rate in remembered.rates],
         }
