@@ -81,13 +81,13 @@ PY
 # also writes its imports' bytecode (seconds against runs of a minute).
 # The goals' rows first (batch 32), each step's rows printed as they come: a step cut by its
 # limit keeps what it printed.
-step ceiling "issue 29's goals: ACT (chunks in workers) and random-state at batch 32 against the machine's ceiling" 150 \
+step ceiling "issue 29's goals: ACT (chunks in workers) and random-state at batch 32 against the machine's ceiling, in lockstep and with rows advancing independently" 180 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
-    --episode-length 200 --batches 32 --cases act-pixels,random-state \
+    --episode-length 200 --batches 32 --cases act-pixels,random-state --row-groups 1,ready \
     --json "$out/ceiling.json" "${smoke[@]}"
 step vla "issue 29: full-size SmolVLA (random weights, bf16 autocast) at batch 32 on Meta-World against min(policy bound, ceiling)" 300 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 32 \
-    --episode-length 100 --n-action-steps 10 --batches 32 --cases smolvla-pixels --row-groups 1,2 \
+    --episode-length 100 --n-action-steps 10 --batches 32 --cases smolvla-pixels --row-groups 1,ready \
     --json "$out/vla.json" "${smoke[@]}"
 step sweep "issue 29's table: the same at batch 8, 64 and 1" 180 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 32 \
@@ -100,9 +100,9 @@ step before "issue 29: ACT at batch 32 with one step per round (--eval.chunks_in
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
     --episode-length 200 --batches 32 --cases act-pixels-per-step \
     --json "$out/ceiling_per_step.json" "${smoke[@]}"
-step groups "issue 29: ACT on CUDA with the batch in 1, 2 and 4 groups taking turns (--eval.row_groups)" 180 \
+step groups "issue 29: ACT on CUDA with the batch in 1, 2 and 4 groups taking turns (--eval.row_groups), and rows advancing independently" 240 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --image-size 480 --episodes 64 \
-    --episode-length 200 --batches 32,64 --cases act-pixels --row-groups 1,2,4 \
+    --episode-length 200 --batches 32,64 --cases act-pixels --row-groups 1,2,4,ready \
     --json "$out/row_groups.json" "${smoke[@]}"
 step layout "issue 29: the same random-state runs with one process per env (before envs_per_worker)" 120 \
     "$python" benchmarks/harness_ceiling.py --no-warm-up --device cuda --episodes 64 --episode-length 200 \
