@@ -18,14 +18,9 @@ import torch
 
 from lerobot.configs.eval import EvalConfig
 from lerobot.envs.factory import make_task_env
-from lerobot.evaluation.run import rollout
-from lerobot.evaluation.run.rollout import (
-    RolloutHooks,
-    RolloutSettings,
-    _errors_by_group,
-    _stack_batches,
-    run_episodes,
-)
+from lerobot.evaluation.run import schedules
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.evaluation.run.schedules import errors_by_group, stack_batches
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
 from tests.evaluation.test_chunks_in_workers import ActionRewardEnv
 from tests.evaluation.test_row_groups import MovableQueueingPolicy, workers_env
@@ -150,24 +145,24 @@ def test_a_failure_of_one_row_of_a_shared_call_reaches_that_row_only(error_type)
 def test_batches_stack_one_after_the_other_and_only_when_they_can():
     first = {"observation.state": torch.zeros(2, 3), "task": ["a", "b"]}
     second = {"observation.state": torch.ones(1, 3), "task": ["c"]}
-    stacked = _stack_batches([first, second])
+    stacked = stack_batches([first, second])
     assert stacked["task"] == ["a", "b", "c"]
     assert stacked["observation.state"].tolist() == [[0, 0, 0], [0, 0, 0], [1, 1, 1]]
-    assert _stack_batches([first, {"observation.state": torch.ones(1, 4), "task": ["c"]}]) is None
-    assert _stack_batches([first, {"observation.state": torch.ones(1, 3)}]) is None
+    assert stack_batches([first, {"observation.state": torch.ones(1, 4), "task": ["c"]}]) is None
+    assert stack_batches([first, {"observation.state": torch.ones(1, 3)}]) is None
 
 
 def test_a_failure_of_a_shared_call_is_told_to_each_group_in_its_own_rows():
-    errors = _errors_by_group(PolicyError("bad", rows=[1, 3]), [2, 1, 2])
+    errors = errors_by_group(PolicyError("bad", rows=[1, 3]), [2, 1, 2])
     assert [e.rows for e in errors] == [(1,), (), (0,)]
     assert all(type(e) is PolicyError and str(e) == "bad" for e in errors)
-    assert [e.rows for e in _errors_by_group(HarnessError("lost"), [2, 1])] == [None, None]
+    assert [e.rows for e in errors_by_group(HarnessError("lost"), [2, 1])] == [None, None]
 
 
 def test_a_policy_that_cannot_keep_rows_aside_advances_in_lockstep_and_says_so(caplog, monkeypatch):
     from tests.evaluation.test_chunks_in_workers import QueueingPolicy
 
-    monkeypatch.setattr(rollout, "_TOLD_ONE_GROUP", set())
+    monkeypatch.setattr(schedules, "_TOLD_ONE_GROUP", set())
     with caplog.at_level(logging.INFO):
         reference = run(workers_env(3), range(5), False, policy=QueueingPolicy())
         assert run(workers_env(3), range(5), True, policy=QueueingPolicy()) == reference

@@ -16,8 +16,9 @@ import pytest
 
 from lerobot.envs.factory import make_task_env
 from lerobot.envs.vector import LazyVectorEnv
-from lerobot.evaluation.run import rollout
-from lerobot.evaluation.run.rollout import RolloutSettings, _slot_groups, run_episodes
+from lerobot.evaluation.run import schedules
+from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
+from lerobot.evaluation.run.schedules import slot_groups
 from tests.evaluation.test_chunks_in_workers import QueueingPolicy, vec
 from tests.policies.checkpoints import ENV_FLAGS, load, materialize
 
@@ -52,18 +53,18 @@ def run(env, episodes, row_groups, policy=None, **settings):
 
 def test_groups_are_whole_workers_balanced_and_no_more_than_asked():
     policy = MovableQueueingPolicy()
-    assert _slot_groups(workers_env(5), policy, 2) == [[0, 2, 4], [1, 3]]
-    assert _slot_groups(workers_env(5, envs_per_worker=2), policy, 3) == [[0, 1], [2, 3], [4]]
-    assert _slot_groups(workers_env(4, envs_per_worker=2), policy, 8) == [[0, 1], [2, 3]]
-    assert _slot_groups(workers_env(3, in_process=1), policy, 3) == [[0], [1], [2]]
-    assert _slot_groups(workers_env(3), policy, 1) == [[0, 1, 2]]
+    assert slot_groups(workers_env(5), policy, 2) == [[0, 2, 4], [1, 3]]
+    assert slot_groups(workers_env(5, envs_per_worker=2), policy, 3) == [[0, 1], [2, 3], [4]]
+    assert slot_groups(workers_env(4, envs_per_worker=2), policy, 8) == [[0, 1], [2, 3]]
+    assert slot_groups(workers_env(3, in_process=1), policy, 3) == [[0], [1], [2]]
+    assert slot_groups(workers_env(3), policy, 1) == [[0, 1, 2]]
 
 
 def test_a_policy_that_cannot_keep_rows_aside_runs_in_lockstep_and_says_so_once(caplog, monkeypatch):
-    monkeypatch.setattr(rollout, "_TOLD_ONE_GROUP", set())
+    monkeypatch.setattr(schedules, "_TOLD_ONE_GROUP", set())
     with caplog.at_level(logging.INFO):
-        assert _slot_groups(workers_env(3), QueueingPolicy(), 2) == [[0, 1, 2]]
-        assert _slot_groups(workers_env(3), QueueingPolicy(), 2) == [[0, 1, 2]]  # the next task
+        assert slot_groups(workers_env(3), QueueingPolicy(), 2) == [[0, 1, 2]]
+        assert slot_groups(workers_env(3), QueueingPolicy(), 2) == [[0, 1, 2]]  # the next task
     told = "--eval.row_groups=2: policy 'queueing' cannot keep rows aside; one group"
     assert caplog.text.count(told) == 1
 
