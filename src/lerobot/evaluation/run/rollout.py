@@ -537,12 +537,16 @@ class _RolloutLoop:
         self._check_shape(actions)
         return actions
 
-    def compute_actions(self, batch: dict[str, Any]) -> torch.Tensor:
-        """The policy's actions for a batch of `_policy_batch` (its preprocessor first)."""
+    def compute_actions(
+        self, batch: dict[str, Any], select_action: Callable[[dict[str, Any]], Any] | None = None
+    ) -> Any:
+        """The policy's actions for a batch of `_policy_batch`, after the preprocessor and under
+        autocast when asked; `select_action`: another call than this loop's policy's (one over
+        the rows of several groups, `schedules.compute_together`)."""
         if self.settings.preprocessor is not None:
             batch = self.settings.preprocessor(batch)
         with self._autocast():
-            return self.policy.select_action(batch)
+            return (select_action or self.policy.select_action)(batch)
 
     def _autocast(self) -> Any:
         return torch.autocast(self.device.type) if self.settings.use_amp else nullcontext()

@@ -185,21 +185,18 @@ def compute_together(loops: Sequence[_RolloutLoop], batches: Sequence[dict[str, 
         return [
             answer_or_error(loop.compute_actions, batch) for loop, batch in zip(loops, batches, strict=True)
         ]
-    lead, sizes = loops[0], [loop.env.num_envs for loop in loops]
 
-    def compute(batch: dict[str, Any]) -> list[torch.Tensor]:
-        if lead.settings.preprocessor is not None:
-            batch = lead.settings.preprocessor(batch)
-        with lead._autocast():
-            return select_action_of_groups([loop.policy for loop in loops], batch)
+    def select_action(batch: dict[str, Any]) -> list[torch.Tensor]:
+        return select_action_of_groups([loop.policy for loop in loops], batch)
 
-    answer = answer_or_error(compute, merged)
+    answer = answer_or_error(lambda batch: loops[0].compute_actions(batch, select_action), merged)
     if isinstance(answer, BaseException):
-        return errors_by_group(answer, sizes)
+        return errors_by_group(answer, [loop.env.num_envs for loop in loops])
     return answer
 
 
 def answer_or_error(compute: Callable[[dict[str, Any]], Any], batch: dict[str, Any]) -> Any:
+    """`compute(batch)`, or the HarnessError or PolicyError it raised: what a planning is given."""
     try:
         return compute(batch)
     except (HarnessError, PolicyError) as exc:
