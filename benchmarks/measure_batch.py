@@ -5,7 +5,8 @@ For each case this runs, each in a fresh process and with its own empty LEROBOT_
       env-steps/s at the candidate batch sizes and runs the episodes at the fastest;
   (b) the same episodes with `--eval.batch_size=0` and nothing measured: the core-count rule
       (`auto_batch_size`);
-and prints the rates the measurement saw ("8/2": batch 8 in 2 row groups), the size each side ran at and each run's env-steps/s
+and prints the rates the measurement saw ("8/2": batch 8 in 2 row groups, "8/ind": with rows
+advancing independently), the size each side ran at and each run's env-steps/s
 over eval_info.json's eval_s (which leaves out the measurement itself: it is paid once per
 workload and machine). Cases as in harness_ceiling.py: `random-state`, `act-pixels` (a random
 ACT in LeRobot's format, chunk 10, one image + 4-d state), `act-state`.
@@ -41,16 +42,24 @@ def run_eval(args: argparse.Namespace, case: str, checkpoints: Path, out: Path, 
         **result,
         "batch_size": config["eval"]["batch_size"] or auto_batch_size(args.episodes),
         "row_groups": config["eval"]["row_groups"] or 1,
+        "independent_rows": bool(config["eval"]["independent_rows"]),
     }
 
 
 def measured_rates(cache_dir: Path) -> dict[str, float]:
-    """{"8": env-steps/s, "8/2" (batch 8 in 2 row groups): ...}, in the order measured."""
+    """{"8": env-steps/s, "8/2" (batch 8 in 2 row groups), "8/ind" (independent rows): ...}, in
+    the order measured."""
     [entry] = json.loads((cache_dir / "eval_batch_sizes.json").read_text())
     return {
-        f"{r['batch_size']}" + (f"/{r['row_groups']}" if r["row_groups"] > 1 else ""): r["env_steps_per_s"]
+        arrangement(r["batch_size"], r["row_groups"], r["independent_rows"]): r["env_steps_per_s"]
         for r in entry["measured"]
     }
+
+
+def arrangement(batch_size: int, row_groups: int, independent_rows: bool) -> str:
+    if independent_rows:
+        return f"{batch_size}/ind"
+    return f"{batch_size}" + (f"/{row_groups}" if row_groups > 1 else "")
 
 
 def main() -> int:
@@ -96,14 +105,16 @@ def main() -> int:
                 "measured_env_steps_per_s": rates,
                 **{f"{side}_batch": r["batch_size"] for side, r in sides.items()},
                 "measured_row_groups": sides["measured"]["row_groups"],
+                "measured_independent_rows": sides["measured"]["independent_rows"],
                 **{f"{side}_env_steps_per_s": round(harness_ceiling.rate(r), 1) for side, r in sides.items()},
             }
             rows.append(row)
             shown = ", ".join(f"{batch}: {rate:,.0f}" for batch, rate in rates.items())
-            groups = row["measured_row_groups"]
+            ran = arrangement(
+                row["measured_batch"], row["measured_row_groups"], row["measured_independent_rows"]
+            )
             print(
-                f"{case}: measured {{{shown}}} -> batch {row['measured_batch']}"
-                f"{f' in {groups} row groups' if groups > 1 else ''} ran "
+                f"{case}: measured {{{shown}}} -> {ran} ran "
                 f"{row['measured_env_steps_per_s']:,.0f} env-steps/s; the rule's batch "
                 f"{row['rule_batch']} ran {row['rule_env_steps_per_s']:,.0f} "
                 f"(x{row['measured_env_steps_per_s'] / row['rule_env_steps_per_s']:.2f})",
