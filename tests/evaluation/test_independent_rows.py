@@ -4,7 +4,7 @@ next actions as soon as they are back, batched with whichever other workers are 
 It must never change an episode (the same actions, ends and scores as lockstep, whatever the
 layout, chunks, a NaN inside a chunk, a dying worker or a policy error of one row of a shared
 call), it must batch the workers that are back together, and a slow env must hold up only its
-own worker.
+own worker. ACT on Meta-World, against lockstep, is in test_row_groups.py.
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ import pytest
 import torch
 
 from lerobot.configs.eval import EvalConfig
-from lerobot.envs.factory import make_task_env
 from lerobot.evaluation.run import schedules
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.evaluation.run.schedules import errors_by_group, stack_batches
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
 from tests.evaluation.test_chunks_in_workers import ActionRewardEnv
 from tests.evaluation.test_row_groups import MovableQueueingPolicy, workers_env
-from tests.policies.checkpoints import ENV_FLAGS, load, materialize
 
 
 def run(env, episodes, independent, policy=None, hooks=None, **settings):
@@ -172,59 +170,3 @@ def test_a_policy_that_cannot_keep_rows_aside_advances_in_lockstep_and_says_so(c
 def test_independent_rows_with_row_groups_is_refused_in_one_line():
     with pytest.raises(ConfigError, match=r"--eval.row_groups=2: --eval.independent_rows=true"):
         EvalConfig(independent_rows=True, row_groups=2)
-
-
-@pytest.fixture(scope="module")
-def act_checkpoint(tmp_path_factory):
-    return materialize("act", tmp_path_factory.mktemp("checkpoints") / "act")
-
-
-@pytest.mark.slow
-def test_act_on_metaworld_with_independent_rows_acts_and_scores_as_in_lockstep(
-    act_checkpoint, one_torch_thread
-):
-    """The tests' ACT (n_action_steps 5) on Meta-World with 96x96 images, 4 envs in workers,
-    6 episodes of 12 steps: every episode scores the same as in lockstep."""
-    env_flags = (*ENV_FLAGS["act"], "--env.episode_length=12", "--env.fast_render=true")
-    loaded = load(act_checkpoint, env_flags=env_flags)
-    [task] = loaded.cfg.env.tasks()
-
-    def run_act(independent: bool):
-        settings = RolloutSettings(
-            start_seed=3,
-            preprocessor=loaded.preprocessor,
-            postprocessor=loaded.postprocessor,
-            independent_rows=independent,
-        )
-        env = make_task_env(loaded.cfg.env, task, 4, use_async_envs=True)
-        try:
-            results = run_episodes(env, loaded.policy, range(6), settings)
-        finally:
-            env.close()
-        return [(r.episode_index, r.seed, r.success, r.sum_reward, r.max_reward, r.n_steps) for r in results]
-
-    reference = run_act(False)
-    independent = run_act(True)
-    assert [r[-1] for r in reference] == [12] * 6
-    # A row's numbers depend on how many rows share its matrix products, as between batch
-    # sizes: equal to rounding.
-    assert [(r[0], r[1], r[2], r[5]) for r in independent] == [(r[0], r[1], r[2], r[5]) for r in reference]
-    rewards = [reward for r in reference for reward in r[3:5]]
-    assert [reward for r in independent for reward in r[3:5]] == pytest.approx(rewards, rel=1e-6)
-
-
-@pytest.mark.slow
-def test_the_workers_back_are_told_at_once_and_the_others_waited_for_only_within_gather_s():
-    """Worker 0's env steps in 0.3 s, worker 1's at once: without a gathering window only
-    worker 1 is back; with 2 s, both are (and their replies are read)."""
-    env = workers_env(2, env_class=SlowSeedEnv, slow_seed=0, slow_s=0.3)
-    try:
-        env.reset_at([0, 1], [0, 1])
-        for gather_s, back in ((0.0, [1]), (2.0, [0, 1])):
-            env.send_step_and_reset_at([0, 1], [torch.zeros(2).numpy()] * 2, [], [], [])
-            assert env.answered([[0], [1]], block=True, gather_s=gather_s) == back
-            steps, _ = env.gather_step_and_reset([0, 1], [])
-            assert [step.reward for step in steps] == [0.0, 0.0]
-        assert env.answered([[0], [1]], block=False) == [0, 1]  # nothing in flight: all back
-    finally:
-        env.close()

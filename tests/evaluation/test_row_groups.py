@@ -3,7 +3,8 @@ one group's actions, the other groups' workers step.
 
 Taking turns must never change an episode: the same actions, ends and scores as lockstep,
 whatever the grouping, chunks, a NaN inside a chunk or a worker dying. And it must overlap:
-the policy runs while another group's commands are out with its workers.
+the policy runs while another group's commands are out with its workers. The real-simulator
+case (ACT on Meta-World) also runs with rows advancing independently (test_independent_rows.py).
 """
 
 from __future__ import annotations
@@ -132,19 +133,20 @@ def act_checkpoint(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_act_on_metaworld_in_two_groups_acts_and_scores_as_in_lockstep(act_checkpoint, one_torch_thread):
+@pytest.mark.parametrize(
+    "arranged", [{"row_groups": 2}, {"independent_rows": True}], ids=["2 groups", "independent rows"]
+)
+def test_act_on_metaworld_acts_and_scores_as_in_lockstep(act_checkpoint, one_torch_thread, arranged):
     """The tests' ACT (n_action_steps 5) on Meta-World with 96x96 images, 4 envs in workers,
-    6 episodes of 12 steps: every episode scores the same in two groups as in lockstep."""
+    6 episodes of 12 steps: every episode scores the same in two groups taking turns, and with
+    rows advancing independently, as in lockstep."""
     env_flags = (*ENV_FLAGS["act"], "--env.episode_length=12", "--env.fast_render=true")
     loaded = load(act_checkpoint, env_flags=env_flags)
     [task] = loaded.cfg.env.tasks()
 
-    def run_act(row_groups: int):
+    def run_act(**arrangement):
         settings = RolloutSettings(
-            start_seed=3,
-            preprocessor=loaded.preprocessor,
-            postprocessor=loaded.postprocessor,
-            row_groups=row_groups,
+            start_seed=3, preprocessor=loaded.preprocessor, postprocessor=loaded.postprocessor, **arrangement
         )
         env = make_task_env(loaded.cfg.env, task, 4, use_async_envs=True)
         try:
@@ -154,11 +156,13 @@ def test_act_on_metaworld_in_two_groups_acts_and_scores_as_in_lockstep(act_check
         # The sums of rewards differ with any action of an episode.
         return [(r.episode_index, r.seed, r.success, r.sum_reward, r.max_reward, r.n_steps) for r in results]
 
-    reference = run_act(1)
-    grouped = run_act(2)
+    reference = run_act()
+    arranged_results = run_act(**arranged)
     assert [r[-1] for r in reference] == [12] * 6
-    # Bit for bit, a row's numbers depend on how many rows share its matrix products (2 per
-    # group here, 4 in lockstep), as they do between batch sizes: equal to rounding.
-    assert [(r[0], r[1], r[2], r[5]) for r in grouped] == [(r[0], r[1], r[2], r[5]) for r in reference]
+    # Bit for bit, a row's numbers depend on how many rows share its matrix products (fewer
+    # than the 4 of lockstep here), as they do between batch sizes: equal to rounding.
+    assert [(r[0], r[1], r[2], r[5]) for r in arranged_results] == [
+        (r[0], r[1], r[2], r[5]) for r in reference
+    ]
     rewards = [reward for r in reference for reward in r[3:5]]
-    assert [reward for r in grouped for reward in r[3:5]] == pytest.approx(rewards, rel=1e-6)
+    assert [reward for r in arranged_results for reward in r[3:5]] == pytest.approx(rewards, rel=1e-6)
