@@ -168,6 +168,14 @@ def test_recordings_default_to_the_output_dir_as_in_lerobot(tmp_path):
             ["--eval.backend=ray", "--eval.recording=true"],
             r"^--eval.recording=true: only the local backend records",
         ),
+        (
+            ["--eval.backend=ray", "--eval.independent_rows=true"],
+            r"^--eval.independent_rows=true: only used by the local backend, whose envs run in worker processes",
+        ),
+        (
+            ["--eval.backend=ray", "--eval.row_groups=2"],
+            r"^--eval.row_groups=2: only used by the local backend",
+        ),
     ],
 )
 def test_lerobot_flags_are_checked_when_parsed(flags, message):

@@ -235,6 +235,12 @@ class EvalConfig:
                 f"--eval.{given}: only used by the local backend; "
                 "with --eval.backend=ray set --eval.envs_per_worker"
             )
+        if self.row_groups > 1 or self.independent_rows:
+            given = "independent_rows=true" if self.independent_rows else f"row_groups={self.row_groups}"
+            raise ConfigError(
+                f"--eval.{given}: only used by the local backend, whose envs run in worker "
+                "processes; a Ray worker steps its envs in lockstep"
+            )
 
     def _check_recording(self) -> None:
         if self.recording_repo_id is not None or self.recording_private:
