@@ -305,13 +305,17 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         where more than one worker answers; once per round, before `_gather` takes them."""
         if self._n_workers < 2:
             return
+        receive_in_arrival_order(self._workers_of(env_ids), self.step_timeout_s)
+
+    def _workers_of(self, env_ids: Sequence[int]) -> list[WorkerProcess]:
+        """The worker processes of these slots, each once (slots of this process have none)."""
         slots = self._ensure_started()
         workers = {
             id(slot.worker): slot.worker
             for slot in map(slots.__getitem__, env_ids)
             if isinstance(slot, WorkerSlot)
         }
-        receive_in_arrival_order(list(workers.values()), self.step_timeout_s)
+        return list(workers.values())
 
     def _broadcast(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
         """Like `_exchange`, but any failure raises EnvWorkerError naming the env."""
@@ -411,15 +415,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         process answer on send); with `block`, waits until at least one set is, then up to
         `gather_s` for more (`answered_sets`). The replies are then gathered with
         `gather_step_and_reset` without waiting."""
-        slots = self._ensure_started()
-        worker_sets = [
-            list(
-                {
-                    id(s.worker): s.worker for s in map(slots.__getitem__, ids) if isinstance(s, WorkerSlot)
-                }.values()
-            )
-            for ids in slot_sets
-        ]
+        worker_sets = [self._workers_of(ids) for ids in slot_sets]
         return answered_sets(worker_sets, block, self.step_timeout_s, gather_s)
 
     def slots_by_owner(self) -> list[list[int]]:

@@ -322,8 +322,10 @@ def answered_sets(
         return [i for i, workers in enumerate(worker_sets) if not any(w.awaiting_reply for w in workers)]
 
     done = answered()
-    gather_until = time.perf_counter() + gather_s if done else None
+    gather_until: float | None = None
     while waiting:
+        if done and gather_until is None:  # the first set is back: the window starts
+            gather_until = time.perf_counter() + gather_s
         if not block:
             wait_s = 0.0
         elif gather_until is None:
@@ -339,8 +341,6 @@ def answered_sets(
             poller.unregister(fd)
             waiting.pop(fd)._receive(timeout)
         done = answered()
-        if done and gather_until is None:
-            gather_until = time.perf_counter() + gather_s
     return done
 
 

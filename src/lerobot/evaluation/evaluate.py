@@ -22,7 +22,7 @@ from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.evaluation.results import RunResult
 from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders, task_envs
-from lerobot.evaluation.run.batch_probe import in_row_groups
+from lerobot.evaluation.run.batch_probe import arranged
 from lerobot.evaluation.run.batch_size import with_settled_batch_size
 from lerobot.evaluation.run.collector import RunCollector
 from lerobot.evaluation.run.plan import RunPlan
@@ -106,9 +106,7 @@ def where_envs_run(eval_cfg: EvalConfig) -> str:
         f" of {per_worker} envs" if per_worker > 1 else ""
     )
     in_main = f", {in_process} in the main process" if in_process else ""
-    if eval_cfg.independent_rows:
-        return workers + in_main + ", rows advancing independently"
-    return workers + in_main + ("," + in_row_groups(eval_cfg.row_groups) if eval_cfg.row_groups > 1 else "")
+    return workers + in_main + arranged(eval_cfg.row_groups, bool(eval_cfg.independent_rows))
 
 
 def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConfig]:

@@ -100,9 +100,7 @@ def measure_batch_sizes(
         rates = _climb(env_steps_per_s, [(best, groups) for groups in sorted(row_groups_at(best))], rates)
     if independent_rate_at is not None:
         best = BatchMeasurement(tuple(rates)).best.batch_size
-        rate = BatchRate(best, independent_rate_at(best), independent_rows=True)
-        logger.info("batch size %d%s: %.0f env-steps/s", best, ARRANGED_INDEPENDENTLY, rate.env_steps_per_s)
-        rates.append(rate)
+        rates.append(_logged(BatchRate(best, independent_rate_at(best), independent_rows=True)))
     return BatchMeasurement(tuple(rates))
 
 
@@ -113,10 +111,7 @@ def _climb(
     the fastest so far (`rates` included)."""
     rates = list(rates)
     for batch_size, row_groups in settings:
-        rate = BatchRate(batch_size, env_steps_per_s(batch_size, row_groups), row_groups)
-        logger.info(
-            "batch size %d%s: %.0f env-steps/s", batch_size, in_row_groups(row_groups), rate.env_steps_per_s
-        )
+        rate = _logged(BatchRate(batch_size, env_steps_per_s(batch_size, row_groups), row_groups))
         fastest = max((r.env_steps_per_s for r in rates), default=0.0)
         rates.append(rate)
         if len(rates) > 1 and rate.env_steps_per_s < fastest * (1 + MIN_GAIN):
@@ -124,13 +119,22 @@ def _climb(
     return rates
 
 
-ARRANGED_INDEPENDENTLY = ", rows advancing independently"
-"""The log's words for `--eval.independent_rows=true` after a batch size."""
+def _logged(rate: BatchRate) -> BatchRate:
+    logger.info(
+        "batch size %d%s: %.0f env-steps/s",
+        rate.batch_size,
+        arranged(rate.row_groups, rate.independent_rows),
+        rate.env_steps_per_s,
+    )
+    return rate
 
 
-def in_row_groups(row_groups: int) -> str:
-    """` in N row groups` for the logs; nothing for lockstep."""
-    return f" in {row_groups} row groups" if row_groups > 1 else ""
+def arranged(row_groups: int, independent_rows: bool = False) -> str:
+    """How a batch's rows take their rounds, for the logs after its size or layout: `, rows
+    advancing independently`, `, in N row groups`, or nothing for lockstep."""
+    if independent_rows:
+        return ", rows advancing independently"
+    return f", in {row_groups} row groups" if row_groups > 1 else ""
 
 
 class _StepClock:

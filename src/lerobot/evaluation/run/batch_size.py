@@ -1,6 +1,7 @@
-"""The batch size (and row groups, and whether rows advance independently) a `lerobot-eval` run uses: as given, measured now
-(`--eval.measure_batch_size=true`), measured earlier for the same workload on this machine, or
-the core-count rule (`auto_batch_size`) when nothing was measured."""
+"""The batch size (and row groups, and whether rows advance independently) a `lerobot-eval`
+run uses: as given, measured now (`--eval.measure_batch_size=true`), measured earlier for the
+same workload on this machine, or the core-count rule (`auto_batch_size`) when nothing was
+measured."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from typing import Any
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.evaluation.run.backend import task_envs
 from lerobot.evaluation.run.batch_probe import (
-    ARRANGED_INDEPENDENTLY,
+    arranged,
     candidate_batches,
     candidate_row_groups,
     env_steps_per_second,
-    in_row_groups,
     measure_batch_sizes,
 )
 from lerobot.evaluation.run.rollout import RolloutSettings
@@ -149,8 +149,7 @@ def _measure_and_remember(
         ),
         independent_rows=best.independent_rows,
     )
-    arranged = ARRANGED_INDEPENDENTLY if best.independent_rows else in_row_groups(best.row_groups)
-    chosen = f"batch size {best.batch_size}{arranged}"
+    chosen = f"batch size {best.batch_size}{arranged(best.row_groups, best.independent_rows)}"
     try:
         path = remember_batch_size(workload, remembered)
     except ResultsWriteError as exc:  # the run goes on as measured; later runs guess

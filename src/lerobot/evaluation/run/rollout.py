@@ -291,9 +291,6 @@ class _Round:
         return (self.active, actions, self.starting, self.seeds, options, self.recorded, self.blind)
 
 
-_UNPLANNED: Any = object()
-
-
 class _RolloutLoop:
     def __init__(
         self,
@@ -356,12 +353,10 @@ class _RolloutLoop:
         if planned is not None:
             self.apply_round(planned, *self.env.step_and_reset_at(*planned.command()))
 
-    def send_round(self, planned: _Round | None = _UNPLANNED) -> _Round | None:
-        """Send a round (default: plan one now) to the workers, who step while the caller goes
+    def send_round(self, planned: _Round | None) -> _Round | None:
+        """Send a planned round (None: nothing) to the workers, who step while the caller goes
         on; its replies are gathered by `collect_round`. For groups of a `LazyVectorEnv`
         (`SlotGroup`)."""
-        if planned is _UNPLANNED:
-            planned = self.plan_round()
         if planned is not None:
             self.env.send_step_and_reset_at(*planned.command())
         return planned

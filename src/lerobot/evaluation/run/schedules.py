@@ -103,7 +103,7 @@ def run_in_turns(loops: Sequence[_RolloutLoop], work: _Work, hooks: RolloutHooks
                     sent, in_flight[index] = in_flight[index], None
                     if sent is not None:
                         loop.collect_round(sent)
-                    in_flight[index] = loop.send_round()
+                    in_flight[index] = loop.send_round(loop.plan_round())
     finally:
         for loop, sent in zip(loops, in_flight, strict=True):
             if sent is not None:  # a failure elsewhere: leave no reply unread in a worker's pipe
