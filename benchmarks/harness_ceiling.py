@@ -180,11 +180,7 @@ def run_ours(
         f"--eval.chunks_in_workers={str(not case.endswith('per-step')).lower()}",
         f"--seed={args.seed}",
         f"--output_dir={out}",
-        *(
-            ["--eval.row_groups=1", "--eval.independent_rows=true"]
-            if row_groups == READY
-            else [f"--eval.row_groups={row_groups}"]
-        ),
+        *grouping_flags(row_groups),
         *args.eval_flag,
     ]
     result = throughput_act.run_cli(sys.executable, "lerobot.scripts.lerobot_eval", flags, out, 0)
@@ -197,6 +193,13 @@ READY = "ready"
 
 def parse_groupings(text: str) -> list[int | str]:
     return [value if value == READY else int(value) for value in text.split(",")]
+
+
+def grouping_flags(row_groups: int | str) -> list[str]:
+    """lerobot-eval's flags for a `--row-groups` value."""
+    if row_groups == READY:
+        return ["--eval.row_groups=1", "--eval.independent_rows=true"]
+    return [f"--eval.row_groups={row_groups}"]
 
 
 def grouping_tag(row_groups: int | str) -> str:

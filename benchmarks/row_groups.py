@@ -126,11 +126,7 @@ def run_served(args: argparse.Namespace, port: int, groups: int | str, out: Path
         f"--env.episode_length={args.episode_length}",
         f"--eval.n_episodes={args.episodes}",
         f"--eval.batch_size={args.batch}",
-        *(
-            ["--eval.row_groups=1", "--eval.independent_rows=true"]
-            if groups == harness_ceiling.READY
-            else [f"--eval.row_groups={groups}"]
-        ),
+        *harness_ceiling.grouping_flags(groups),
         "--eval.max_episodes_rendered=0",
         f"--output_dir={out}",
     ]
