@@ -14,6 +14,7 @@ from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import backend_only_fields, facts
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.seeds import SEED_LIMIT, last_episode_seed
 from lerobot.utils.threads import usable_cores
 
 MAX_AUTO_BATCH_SIZE = 64
@@ -325,10 +326,6 @@ class EvalConfig:
         return math.ceil(in_workers / self.resolved_envs_per_worker) if in_workers > 0 else 0
 
 
-SEED_LIMIT = 2**32
-"""Simulators seed NumPy generators, which take seeds in [0, 2**32)."""
-
-
 @dataclass
 class EvalPipelineConfig:
     env: EnvConfig | None = None
@@ -409,8 +406,8 @@ class EvalPipelineConfig:
 
 
 def check_seeds(seed: int, n_episodes: int) -> None:
-    """Every episode seed (seed + e) must be one a simulator accepts."""
-    if not 0 <= seed <= SEED_LIMIT - n_episodes:
+    """Every episode seed (`episode_seed`) must be one a simulator accepts."""
+    if not (seed >= 0 and last_episode_seed(seed, n_episodes) < SEED_LIMIT):
         raise ConfigError(
             f"--seed={seed}: episode seeds run from seed to seed + n_episodes - 1 and must lie in "
             f"[0, {SEED_LIMIT - 1}]; choose 0 <= --seed <= {SEED_LIMIT - n_episodes}"

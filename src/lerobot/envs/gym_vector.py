@@ -20,11 +20,9 @@ import numpy as np
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.commands import StepResult
+from lerobot.envs.slots import SlotFailure, task_from_metadata
 from lerobot.envs.utils import sub_env_attribute
-from lerobot.envs.vector import LazyVectorEnv, SlotFailure
-
-DEFAULT_FPS = 30
-"""Video frame rate of an env that states none."""
+from lerobot.envs.vector import LazyVectorEnv
 
 
 def slot_env(env: Any, task: TaskSpec | None = None) -> LazyVectorEnv | WholeBatchEnv:
@@ -48,14 +46,12 @@ def describe_task(env: Any, group: str = "", task_id: int = 0) -> TaskSpec:
     from its metadata and its first sub-env's attributes (`task`, `task_description`,
     `_max_episode_steps` or the registered spec's limit), as LeRobot reads them."""
     metadata = getattr(env, "metadata", None) or {}
-    name = metadata.get("task") or _sub_env_attribute(env, "task") or ""
-    description = metadata.get("task_description") or _sub_env_attribute(env, "task_description") or ""
-    return TaskSpec(
-        group=group,
-        task_id=task_id,
-        name=str(name),
-        description=str(description),
-        fps=int(metadata.get("render_fps") or DEFAULT_FPS),
+    return task_from_metadata(
+        metadata,
+        group,
+        task_id,
+        name=metadata.get("task") or _sub_env_attribute(env, "task"),
+        description=metadata.get("task_description") or _sub_env_attribute(env, "task_description"),
         max_steps=max_episode_steps(env),
     )
 

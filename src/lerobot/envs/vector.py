@@ -14,8 +14,7 @@ import contextlib
 import logging
 import multiprocessing as mp
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -23,6 +22,7 @@ from gymnasium.vector.utils import batch_space
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.commands import StepResult, error_reply, run_command
+from lerobot.envs.slots import RepliesOwed, SlotFailure
 from lerobot.envs.workers import (
     EnvFactory,
     WorkerProcess,
@@ -39,61 +39,6 @@ logger = logging.getLogger(__name__)
 
 class EnvWorkerError(RuntimeError):
     """A sub-env raised, or its worker process died; the message names the env index."""
-
-
-@dataclass(frozen=True)
-class SlotFailure:
-    """A sub-env that could not answer: it raised, its worker died, or it did not answer in time."""
-
-    env_id: int
-    kind: str  # "error", "died" or "timeout"
-    message: str
-
-    def describe(self, command: str) -> str:
-        return f"env {self.env_id} failed during {command} ({self.kind}): {self.message}"
-
-
-class SlotEnv(Protocol):
-    """What the rollout loop steps: `num_envs` slots, each stepped and reset on its own, slot i
-    being the policy's batch row i.
-
-    `LazyVectorEnv` implements it (for our envs and gymnasium's SyncVectorEnvs), and
-    `lerobot.envs.gym_vector.WholeBatchEnv` for other vector envs, which it steps whole.
-    """
-
-    num_envs: int
-    single_action_space: gym.spaces.Box
-    task: TaskSpec | None
-    """The task every slot runs, when the env knows it."""
-    metadata: dict[str, Any]
-
-    def step_and_reset_at(
-        self,
-        step_ids: Sequence[int],
-        actions: Sequence[np.ndarray],
-        reset_ids: Sequence[int],
-        seeds: Sequence[int | None],
-        options: Sequence[dict | None],
-        render_ids: Sequence[int] = (),
-        blind_ids: Sequence[int] = (),
-    ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
-        """Step `step_ids` and reset `reset_ids` in one round; a slot that fails answers a
-        SlotFailure. `render_ids` return a frame, `blind_ids` may skip their images."""
-
-    def render_at(
-        self, env_ids: Sequence[int], tolerate_failures: bool = False
-    ) -> list[np.ndarray | SlotFailure]:
-        """The current frame of each of `env_ids`."""
-
-    runs_action_chunks: bool
-    """True when `step_and_reset_at` takes a (steps, action_dim) chunk for a slot and steps it
-    in that slot's worker, answering a ChunkResult: one round trip per chunk, not per step."""
-
-    def restart(self, env_ids: Sequence[int]) -> None:
-        """Replace the given slots' envs by fresh ones (after a crash or a hang)."""
-
-    def close(self) -> None:
-        """Close every slot's env."""
 
 
 class _InProcessSlot:
@@ -184,6 +129,12 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         """The task every sub-env runs, when the env was built for one (`make_task_env`)."""
         self.runs_action_chunks = True
         self._slots: list[_InProcessSlot | WorkerSlot] | None = None
+        self._owed = RepliesOwed()
+
+    @property
+    def steps_in_background(self) -> bool:
+        """Whether sent rounds step in worker processes while this process goes on."""
+        return self.use_async
 
     @classmethod
     def adopt(cls, sync_env: gym.vector.SyncVectorEnv, task: TaskSpec | None = None) -> LazyVectorEnv:
@@ -235,6 +186,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         fails, since their episodes went with the old process.
         """
         slots = self._ensure_started()
+        self._owed.check_none(env_ids, "restart")
         for env_id in env_ids:
             slot = slots[env_id]
             if isinstance(slot, _InProcessSlot):
@@ -266,6 +218,7 @@ class LazyVectorEnv(gym.vector.VectorEnv):
 
     def _exchange(self, env_ids: Sequence[int], command: str, payloads: Sequence[Any]) -> list[Any]:
         """Send one command to several sub-envs, then gather replies (or SlotFailures) in order."""
+        self._owed.check_none(env_ids, command)
         self._send(env_ids, command, payloads)
         self._read_arrivals(env_ids)
         return self._gather(env_ids)
@@ -393,7 +346,9 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     ) -> None:
         """The first half of `step_and_reset_at`: send, answer nothing yet. The workers step
         while the caller does something else (the policy for other slots); the replies come
-        with `gather_step_and_reset`. Slots in this process run their command here."""
+        with `gather_step_and_reset`. Slots in this process run their command here. Sending
+        to a slot again before its replies are gathered is a SlotOrderError."""
+        self._owed.sending([*step_ids, *reset_ids])
         commands, payloads = _step_commands(step_ids, actions, render_ids, blind_ids)
         resets = [
             (env_id, "reset", payload)
@@ -404,7 +359,9 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def gather_step_and_reset(
         self, step_ids: Sequence[int], reset_ids: Sequence[int]
     ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
-        """The replies to the last `send_step_and_reset_at` of these slots."""
+        """The replies to the last `send_step_and_reset_at` of these slots (a SlotOrderError
+        for slots sent nothing since their last gather)."""
+        self._owed.gathering([*step_ids, *reset_ids])
         self._read_arrivals([*step_ids, *reset_ids])  # a worker may answer for both
         return self._gather(step_ids), self._gather(reset_ids)
 
@@ -474,55 +431,11 @@ class LazyVectorEnv(gym.vector.VectorEnv):
             except Exception:  # closing must go on for the other slots
                 logger.exception("failed to close a sub-env")
         self._slots = None
+        self._owed.clear()
 
     def __del__(self):
         with contextlib.suppress(Exception):
             self.close()
-
-
-class SlotGroup:
-    """Some slots of a `LazyVectorEnv`, as a `SlotEnv` of their own: slot i here is slot
-    `slot_ids[i]` there. Groups made of whole `slots_by_owner()` step independently: while one
-    group's workers step, the caller computes the next actions of another."""
-
-    def __init__(self, env: LazyVectorEnv, slot_ids: Sequence[int]):
-        self.env, self.slot_ids = env, list(slot_ids)
-        self.num_envs = len(self.slot_ids)
-        self.single_action_space = env.single_action_space
-        self.task, self.metadata = env.task, env.metadata
-        self.runs_action_chunks = env.runs_action_chunks
-
-    def _global(self, env_ids: Sequence[int]) -> list[int]:
-        return [self.slot_ids[env_id] for env_id in env_ids]
-
-    def step_and_reset_at(self, step_ids, actions, reset_ids, seeds, options, render_ids=(), blind_ids=()):
-        self.send_step_and_reset_at(step_ids, actions, reset_ids, seeds, options, render_ids, blind_ids)
-        return self.gather_step_and_reset(step_ids, reset_ids)
-
-    def send_step_and_reset_at(
-        self, step_ids, actions, reset_ids, seeds, options, render_ids=(), blind_ids=()
-    ):
-        self.env.send_step_and_reset_at(
-            self._global(step_ids),
-            actions,
-            self._global(reset_ids),
-            seeds,
-            options,
-            self._global(render_ids),
-            self._global(blind_ids),
-        )
-
-    def gather_step_and_reset(self, step_ids, reset_ids):
-        return self.env.gather_step_and_reset(self._global(step_ids), self._global(reset_ids))
-
-    def render_at(self, env_ids: Sequence[int], tolerate_failures: bool = False):
-        return self.env.render_at(self._global(env_ids), tolerate_failures)
-
-    def restart(self, env_ids: Sequence[int]) -> None:
-        self.env.restart(self._global(env_ids))
-
-    def close(self) -> None:
-        """The vector env is its owner's to close."""
 
 
 def _owner_of(slot: _InProcessSlot | WorkerSlot) -> _InProcessSlot | WorkerProcess:

@@ -26,6 +26,7 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.gym_vector import describe_task, has_slot_control, max_episode_steps, slot_env
+from lerobot.envs.slots import task_of
 from lerobot.envs.utils import add_envs_task, preprocess_observation
 from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.evaluate import run_evaluation
@@ -33,7 +34,7 @@ from lerobot.evaluation.results import episode_record
 from lerobot.evaluation.run.backend import LocalBackend
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
-from lerobot.evaluation.run.rollout import RolloutSettings, task_of_env
+from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.evaluation.store.journal import EpisodeJournal
 from lerobot.policies.pretrained import PreTrainedPolicy, RowPolicy
 from lerobot.utils.constants import ACTION
@@ -356,7 +357,7 @@ def _task_in_group(env: Any, group: str, task_id: int) -> TaskSpec:
 
 def _task_of(env: Any) -> TaskSpec:
     """What an env says about its task: ours from its TaskSpec or metadata, others by asking."""
-    return task_of_env(env) if isinstance(env, LazyVectorEnv) else describe_task(env)
+    return task_of(env) if isinstance(env, LazyVectorEnv) else describe_task(env)
 
 
 def _ungrouped(task: TaskSpec) -> TaskSpec:

@@ -27,7 +27,7 @@ import torch
 from lerobot.configs.env import EnvConfig, TaskSpec
 from lerobot.configs.eval import EvalConfig
 from lerobot.envs.factory import make_task_env
-from lerobot.envs.vector import SlotEnv
+from lerobot.envs.slots import SlotEnv
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import MAX_AUTO_BATCH_SIZE
-from lerobot.envs.vector import SlotEnv
+from lerobot.envs.slots import SlotEnv
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
 from lerobot.evaluation.store.batch_sizes import BatchRate
 from lerobot.policies.pretrained import RowPolicy

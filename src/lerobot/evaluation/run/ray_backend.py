@@ -316,15 +316,17 @@ class WorkerPool:
         """Its episodes go back to the front of the queue one by one, or fail for good."""
         attempts = unit.attempts + 1
         if attempts > self.cfg.eval.max_episode_retries:
-            on_result(_failed_unit(unit, self.cfg.seed, f"Ray worker died: {reason}"))
+            on_result(_failed_unit(unit, self.settings, f"Ray worker died: {reason}"))
             return
         for episode in reversed(unit.episodes):
             queue.appendleft(WorkUnit(unit.task, (episode,), attempts))
 
 
-def _failed_unit(unit: WorkUnit, start_seed: int, reason: str) -> UnitResult:
+def _failed_unit(unit: WorkUnit, settings: RolloutSettings, reason: str) -> UnitResult:
     """Results of episodes whose every attempt killed its actor: failed, with the reason."""
-    episodes = tuple(EpisodeResult.failed(e, start_seed + e, reason, unit.attempts) for e in unit.episodes)
+    episodes = tuple(
+        EpisodeResult.failed(e, settings.seed_of(e), reason, unit.attempts) for e in unit.episodes
+    )
     return UnitResult(unit, episodes, 0.0)
 
 
