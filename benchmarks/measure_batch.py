@@ -27,7 +27,7 @@ from pathlib import Path
 import harness_ceiling  # benchmarks/, next to this script
 import throughput_act
 
-from lerobot.configs.eval import auto_batch_size
+from lerobot.evaluation.run.batching.layout import auto_batch_size
 
 CASES = ("random-state", "act-pixels", "act-state")
 

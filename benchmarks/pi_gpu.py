@@ -87,6 +87,7 @@ def libero_episodes_per_minute(args) -> None:
     from lerobot.envs.factory import make_env_config, make_task_env
     from lerobot.evaluation.evaluate import run_evaluation
     from lerobot.evaluation.run.backend import LocalBackend
+    from lerobot.evaluation.run.batching.layout import BatchLayout
     from lerobot.evaluation.run.plan import RunPlan
     from lerobot.evaluation.run.rollout import RolloutSettings
     from lerobot.processor.language import StatePromptTask, TaskTokenizer, TokenizerSettings
@@ -113,7 +114,7 @@ def libero_episodes_per_minute(args) -> None:
         backend = LocalBackend(
             policy,
             settings,
-            lambda task, n=n_rows, c=eval_cfg: make_task_env(env_cfg, task, n, c.resolved_use_async),
+            lambda task, n=n_rows, c=eval_cfg: make_task_env(env_cfg, task, n, BatchLayout.of(c).use_async),
         )
         started = time.perf_counter()
         run = run_evaluation(RunPlan.from_config(env_cfg.tasks(), eval_cfg), backend)

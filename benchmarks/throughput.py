@@ -39,6 +39,7 @@ import lerobot.policies  # noqa: E402,F401
 from lerobot.configs.eval import EvalPipelineConfig  # noqa: E402
 from lerobot.configs.parser import parse_config  # noqa: E402
 from lerobot.evaluation.evaluate import evaluate  # noqa: E402
+from lerobot.evaluation.run.batching.layout import BatchLayout  # noqa: E402
 from lerobot.evaluation.store.provenance import cpu_model  # noqa: E402
 
 
@@ -96,7 +97,7 @@ def first_task_env_factory(cfg: EvalPipelineConfig):
 
 def run_raw(cfg: EvalPipelineConfig) -> dict:
     factory = first_task_env_factory(cfg)
-    n_envs = cfg.eval.resolved_batch_size
+    n_envs = BatchLayout.of(cfg.eval).n_envs
     seeds = [cfg.seed + e for e in range(cfg.eval.n_episodes)]
     shares = [seeds[i::n_envs] for i in range(n_envs)]
     started = time.perf_counter()

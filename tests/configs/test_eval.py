@@ -1,82 +1,7 @@
 import pytest
 
-from lerobot.configs.eval import EvalConfig, auto_batch_size, auto_envs_in_main_process, auto_envs_per_worker
+from lerobot.configs.eval import EvalConfig
 from lerobot.utils.errors import ConfigError
-
-
-@pytest.mark.parametrize(
-    ("cores", "n_episodes", "expected"),
-    [
-        (1, 50, 1),  # floor(0.7) = 0 -> at least one env
-        (2, 50, 2),  # floor(1.4), but two where there are two cores
-        (2, 1, 1),
-        (3, 50, 2),
-        (8, 50, 5),  # floor(5.6)
-        (16, 3, 3),  # never more envs than episodes
-        (128, 500, 64),  # capped
-    ],
-)
-def test_auto_batch_size(cores, n_episodes, expected):
-    assert auto_batch_size(n_episodes, cpu_count=cores) == expected
-
-
-def test_zero_batch_size_means_auto(monkeypatch):
-    monkeypatch.setattr("lerobot.configs.eval.usable_cores", lambda: 10)
-    assert EvalConfig(n_episodes=50, batch_size=0).resolved_batch_size == 7
-
-
-def test_batch_size_above_n_episodes_is_clamped():
-    cfg = EvalConfig(n_episodes=3, batch_size=10)
-    assert cfg.resolved_batch_size == 3
-
-
-def test_a_single_env_runs_in_process():
-    assert not EvalConfig(n_episodes=5, batch_size=1, use_async_envs=True).resolved_use_async
-    assert EvalConfig(n_episodes=5, batch_size=2, use_async_envs=True).resolved_use_async
-    assert not EvalConfig(n_episodes=5, batch_size=2, use_async_envs=False).resolved_use_async
-
-
-@pytest.mark.parametrize(
-    ("n_envs", "cores", "expected"),
-    [(1, 8, 0), (2, 2, 1), (4, 16, 1), (5, 16, 0), (32, 16, 0), (8, 8, 0), (3, 2, 1), (4, 2, 2), (8, 2, 4)]
-    + [(8, 4, 2), (4, 4, 1), (4, 1, 0)],
-)
-def test_the_main_process_steps_its_share_on_a_small_machine_and_one_env_of_a_small_batch_else(
-    n_envs, cores, expected
-):
-    assert auto_envs_in_main_process(n_envs, cores) == expected
-
-
-@pytest.mark.parametrize(
-    ("n_envs", "cores", "main_steps_envs", "expected"),
-    [(1, 2, False, 1), (2, 2, False, 1), (3, 2, False, 2), (8, 2, False, 4), (64, 16, False, 4)]
-    + [(32, 16, False, 2), (8, 16, False, 1), (2, 2, True, 2), (6, 4, True, 2), (3, 16, True, 1)],
-)
-def test_a_worker_per_core_at_most_by_default(n_envs, cores, main_steps_envs, expected):
-    assert auto_envs_per_worker(n_envs, cores, main_steps_envs) == expected
-
-
-@pytest.mark.parametrize(("batch", "in_main", "per_worker"), [(2, 1, 1), (4, 2, 2), (8, 4, 4), (3, 1, 2)])
-def test_on_two_cores_no_batch_needs_more_processes_than_cores(monkeypatch, batch, in_main, per_worker):
-    monkeypatch.setattr("lerobot.configs.eval.usable_cores", lambda: 2)
-    cfg = EvalConfig(n_episodes=20, batch_size=batch)
-    assert (cfg.resolved_envs_in_main_process, cfg.resolved_envs_per_worker) == (in_main, per_worker)
-
-
-def test_envs_per_worker_as_given_else_one_on_ray_and_per_core_here(monkeypatch):
-    monkeypatch.setattr("lerobot.configs.eval.usable_cores", lambda: 2)
-    assert EvalConfig(n_episodes=20, batch_size=8, envs_per_worker=3).resolved_envs_per_worker == 3
-    assert EvalConfig(n_episodes=20, batch_size=8, envs_in_main_process=0).resolved_envs_per_worker == 4
-    assert (
-        EvalConfig(n_episodes=20, batch_size=2).resolved_envs_per_worker == 1
-    )  # one env in the main process
-
-
-def test_envs_in_the_main_process_are_all_of_them_without_workers_and_at_most_the_batch():
-    assert EvalConfig(n_episodes=5, batch_size=1).resolved_envs_in_main_process == 1
-    assert EvalConfig(n_episodes=5, batch_size=3, use_async_envs=False).resolved_envs_in_main_process == 3
-    assert EvalConfig(n_episodes=5, batch_size=3, envs_in_main_process=0).resolved_envs_in_main_process == 0
-    assert EvalConfig(n_episodes=5, batch_size=3, envs_in_main_process=9).resolved_envs_in_main_process == 3
 
 
 @pytest.mark.parametrize(
@@ -100,11 +25,10 @@ def test_bad_values_are_rejected_with_the_flag_name(kwargs, message):
         EvalConfig(**kwargs)
 
 
-def test_shard_spec_and_its_batch_size():
+def test_shard_spec():
     cfg = EvalConfig(n_episodes=10, batch_size=8, shard="2/4")
     assert cfg.shard_spec == (2, 4)
     assert cfg.episodes_per_task == 2  # episodes 2 and 6
-    assert cfg.resolved_batch_size == 2
 
 
 @pytest.mark.parametrize("shard", ["4/4", "1", "a/b", "-1/2"])

@@ -17,8 +17,7 @@ import pytest
 import torch
 
 from lerobot.configs.eval import EvalConfig
-from lerobot.evaluation.run.rollout import schedules
-from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
+from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes, schedules
 from lerobot.evaluation.run.rollout.actions import errors_by_group, stack_batches
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
 from tests.evaluation.test_chunks_in_workers import ActionRewardEnv

@@ -59,12 +59,12 @@ def test_random_policy_stays_near_zero(tmp_path):
 
 @pytest.mark.slow
 def test_a_measured_batch_size_is_run_and_remembered_for_the_same_workload(tmp_path, monkeypatch):
-    from lerobot.evaluation.run import batch_probe
+    from lerobot.evaluation.run.batching import measure
     from lerobot.utils.threads import usable_cores
 
     monkeypatch.setenv("LEROBOT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(batch_probe, "WARMUP_S", 0.2)
-    monkeypatch.setattr(batch_probe, "WINDOW_S", 0.6)
+    monkeypatch.setattr(measure, "WARMUP_S", 0.2)
+    monkeypatch.setattr(measure, "WINDOW_S", 0.6)
     common = [
         "--policy.type=random",
         "--env.type=metaworld",
@@ -86,7 +86,7 @@ def test_a_measured_batch_size_is_run_and_remembered_for_the_same_workload(tmp_p
     [entry] = json.loads((tmp_path / "cache" / "eval_batch_sizes.json").read_text())
     tried = [(r["batch_size"], r["row_groups"], r["independent_rows"]) for r in entry["measured"]]
     lockstep = [batch for batch, groups, independent in tried if groups == 1 and not independent]
-    assert lockstep == batch_probe.candidate_batches(usable_cores())[: len(lockstep)]
+    assert lockstep == measure.candidate_batches(usable_cores())[: len(lockstep)]
     assert tried[-1][1:] == (1, True)  # the fastest batch, with rows advancing independently
     assert all(r["env_steps_per_s"] > 0 for r in entry["measured"])
     remembered = (entry["batch_size"], entry["row_groups"], entry["independent_rows"])
@@ -103,12 +103,12 @@ def test_a_measured_batch_size_is_run_and_remembered_for_the_same_workload(tmp_p
 
 @pytest.mark.slow
 def test_a_batch_size_that_cannot_be_remembered_is_still_run(tmp_path, monkeypatch, capsys):
-    from lerobot.evaluation.run import batch_probe
+    from lerobot.evaluation.run.batching import measure
 
     (tmp_path / "not-a-folder").write_text("")
     monkeypatch.setenv("LEROBOT_CACHE_DIR", str(tmp_path / "not-a-folder"))
-    monkeypatch.setattr(batch_probe, "WARMUP_S", 0.1)
-    monkeypatch.setattr(batch_probe, "WINDOW_S", 0.3)
+    monkeypatch.setattr(measure, "WARMUP_S", 0.1)
+    monkeypatch.setattr(measure, "WINDOW_S", 0.3)
     flags = ["--policy.type=random", "--env.type=metaworld", "--env.task=reach-v3", "--env.obs_type=state"]
     flags += ["--env.episode_length=10", "--eval.n_episodes=2", "--eval.max_episodes_rendered=0"]
     info = run_cli(tmp_path, *flags, "--eval.measure_batch_size=true")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
-import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
@@ -15,69 +14,8 @@ from lerobot.configs.fields import backend_only_fields, facts
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.seeds import SEED_LIMIT, last_episode_seed
-from lerobot.utils.threads import usable_cores
 
-MAX_AUTO_BATCH_SIZE = 64
-MAX_AUTO_MAIN_PROCESS_BATCH = 4
-"""On a bigger machine, batches up to this size step one env in the main process by default."""
-SMALL_MACHINE_CORES = 4
-"""Up to this many cores, the main process steps its share of any batch (`auto_envs_in_main_process`)."""
 BACKENDS = ("local", "ray")
-
-
-def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
-    """Number of parallel envs when `--eval.batch_size=0`.
-
-    One simulator worker per core keeps every core busy, but the main process needs room for
-    policy inference and video encoding, hence 70% of the cores; at least 2 on a machine with
-    2 cores or more, where the main process steps one of them itself (`envs_in_main_process`):
-    on 2 cores batch 2 beat batch 1 in every case measured (Meta-World state 2,439 against
-    1,931 env-steps/s, ACT on 64x64 pixels 148 against 117, README's demo with videos 44.9 s
-    against 48.1 s). Never more envs than episodes, and a cap of 64 so a big server does not
-    start hundreds of GL contexts. Cores are those this process may use (`usable_cores`: a
-    container's CPU quota, a cluster job's cpuset), not the host's.
-    """
-    cores = cpu_count if cpu_count is not None else usable_cores()
-    by_cpu = max(min(cores, 2), math.floor(cores * 0.7))
-    return max(1, min(by_cpu, n_episodes, MAX_AUTO_BATCH_SIZE))
-
-
-def auto_envs_in_main_process(n_envs: int, cpu_count: int | None = None) -> int:
-    """Envs the main process steps itself when `--eval.envs_in_main_process` is not given.
-
-    While its workers step, the main process only waits for them; stepping envs itself in
-    that time adds their throughput for free when the machine has a core for it (batch 2 on
-    2 cores: 0.6 -> 0.8 of what two raw processes simulate). On a small machine (up to
-    `SMALL_MACHINE_CORES`) every process, the main one included, takes an equal share of the
-    batch, so that there are no more processes than cores: on 2 cores, batch 4 as 2 envs here
-    and 1 worker of 2 stepped 3,125 env-steps/s (state, random policy) against 2,009 with 2
-    workers of 2 beside an idle main process, ACT on the state 3,333 against 2,915; ACT on
-    64x64 pixels, where rendering bounds the step, alike (161-165 either way). On a bigger
-    machine the main process keeps its core for the policy and the batch's replies beyond
-    batch 4; those envs have no crash isolation, which `--eval.envs_in_main_process=0` keeps.
-    """
-    cores = cpu_count if cpu_count is not None else usable_cores()
-    if n_envs < 2 or cores < 2:
-        return 0  # no worker to wait for, or no core to step beside them
-    if cores <= SMALL_MACHINE_CORES:
-        return n_envs // min(n_envs, cores)
-    return 1 if n_envs <= MAX_AUTO_MAIN_PROCESS_BATCH else 0
-
-
-def auto_envs_per_worker(
-    n_envs_in_workers: int, cpu_count: int | None = None, main_steps_envs: bool = False
-) -> int:
-    """Envs per worker process when `--eval.envs_per_worker` is 0 (local backend).
-
-    Beyond one worker per core, more processes only compete for the cores: each switch
-    between them and each message costs CPU that stepping needs (batch 8 on 2 cores, state
-    observations: 8 workers stepped about 2,050 env-steps/s, 2 workers of 4 envs 2,330-2,680).
-    So at most one worker per core, each stepping its share of the envs in turn; with envs in
-    the main process (`main_steps_envs`), one core is the main process's.
-    """
-    cores = cpu_count if cpu_count is not None else usable_cores()
-    worker_cores = max(1, cores - 1) if main_steps_envs else cores
-    return max(1, math.ceil(n_envs_in_workers / worker_cores))
 
 
 @dataclass
@@ -279,51 +217,12 @@ class EvalConfig:
         return int(index), int(count)
 
     @property
-    def resolved_batch_size(self) -> int:
-        """The number of envs actually used: auto when 0, never more than n_episodes."""
-        episodes = self.episodes_per_task
-        if self.batch_size == 0:
-            return auto_batch_size(episodes)
-        return min(self.batch_size, episodes)
-
-    @property
     def episodes_per_task(self) -> int:
         """Episodes of each task this run executes (all of them, or this shard's)."""
         if self.shard_spec is None:
             return self.n_episodes
         index, count = self.shard_spec
         return max(1, len(range(index, self.n_episodes, count)))
-
-    @property
-    def resolved_use_async(self) -> bool:
-        """Worker processes only pay off with more than one env."""
-        return self.use_async_envs and self.resolved_batch_size > 1
-
-    @property
-    def resolved_envs_in_main_process(self) -> int:
-        """How many of the batch's envs the main process steps (all of them without workers)."""
-        n_envs = self.resolved_batch_size
-        if not self.resolved_use_async:
-            return n_envs
-        if self.envs_in_main_process is None:
-            return auto_envs_in_main_process(n_envs)
-        return min(self.envs_in_main_process, n_envs)
-
-    @property
-    def resolved_envs_per_worker(self) -> int:
-        """Envs per worker process: as given, else 1 on Ray and `auto_envs_per_worker` here."""
-        if self.envs_per_worker:
-            return self.envs_per_worker
-        if self.backend == "ray":
-            return 1
-        in_main = self.resolved_envs_in_main_process
-        return auto_envs_per_worker(self.resolved_batch_size - in_main, main_steps_envs=in_main > 0)
-
-    @property
-    def resolved_worker_processes(self) -> int:
-        """Env worker processes of the local backend (0: every env runs in the main process)."""
-        in_workers = self.resolved_batch_size - self.resolved_envs_in_main_process
-        return math.ceil(in_workers / self.resolved_envs_per_worker) if in_workers > 0 else 0
 
 
 @dataclass

@@ -13,6 +13,7 @@ SIGTERM) or fails, eval_info.json and the report are still written from what fin
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 from pathlib import Path
@@ -21,9 +22,9 @@ from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.evaluation.results import RunResult
-from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders, task_envs
-from lerobot.evaluation.run.batch_probe import arranged
-from lerobot.evaluation.run.batch_size import with_settled_batch_size
+from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders
+from lerobot.evaluation.run.batching.layout import BatchLayout, arranged, task_envs
+from lerobot.evaluation.run.batching.settle import BatchRun, settle_batch_size
 from lerobot.evaluation.run.collector import RunCollector
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
@@ -84,34 +85,30 @@ def evaluate(cfg: EvalPipelineConfig) -> RunResult:
     in `cfg.output_dir`."""
     # Checkpoint problems surface here, before any output is written; so does a measured batch
     # size (`--eval.measure_batch_size`), which the run's config then records.
-    backend, cfg = make_backend(cfg)
+    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+    backend, cfg = make_backend(cfg, plan)
     freeze_what_is_loaded()  # torch and the policy: kept out of the episodes' full collections
     try:
         logger.info("output dir: %s", cfg.output_dir)
         if cfg.eval.backend == "local":
-            logger.info("envs per task: %d (%s)", cfg.eval.resolved_batch_size, where_envs_run(cfg.eval))
-        plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+            log_batch(cfg.eval)
         return run_evaluation(plan, backend, RunOutput.of(cfg))
     finally:
         backend.close()
 
 
-def where_envs_run(eval_cfg: EvalConfig) -> str:
-    """Where the local backend steps each task's envs, for the log."""
-    n_workers, in_process = eval_cfg.resolved_worker_processes, eval_cfg.resolved_envs_in_main_process
-    if not n_workers:
-        return "in-process"
-    per_worker = eval_cfg.resolved_envs_per_worker
-    workers = f"{n_workers} async worker{'s' if n_workers > 1 else ''}" + (
-        f" of {per_worker} envs" if per_worker > 1 else ""
-    )
-    in_main = f", {in_process} in the main process" if in_process else ""
-    return workers + in_main + arranged(eval_cfg.row_groups, bool(eval_cfg.independent_rows))
+def log_batch(eval_cfg: EvalConfig) -> None:
+    """Where the local backend steps each task's envs."""
+    layout = BatchLayout.of(eval_cfg)
+    where = layout.describe()
+    if layout.worker_processes:
+        where += arranged(eval_cfg.row_groups, bool(eval_cfg.independent_rows))
+    logger.info("envs per task: %d (%s)", layout.n_envs, where)
 
 
-def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConfig]:
+def make_backend(cfg: EvalPipelineConfig, plan: RunPlan) -> tuple[EvalBackend, EvalPipelineConfig]:
     """The backend `--eval.backend` names, with the policy built (local) or checked (Ray), and
-    the config it runs: the local backend's batch size settled (`with_settled_batch_size`)."""
+    the config it runs: the local backend's batch settled against the plan (`settle_batch_size`)."""
     settings = rollout_settings(cfg)
     if cfg.eval.backend == "ray":
         make_policy(
@@ -124,13 +121,13 @@ def make_backend(cfg: EvalPipelineConfig) -> tuple[EvalBackend, EvalPipelineConf
     try:
         preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
         settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
-        cfg = with_settled_batch_size(cfg, policy, settings)
+        settled = settle_batch_size(BatchRun(cfg.eval, cfg.env, cfg.policy, policy, settings, plan))
     except BaseException:
         policy.close()
         raise
-    settings = dataclasses.replace(
-        settings, row_groups=cfg.eval.row_groups, independent_rows=bool(cfg.eval.independent_rows)
-    )
+    cfg = copy.copy(cfg)
+    cfg.eval = settled
+    settings = settings.with_grouping(settled)
     recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
     return make_local_backend(policy, settings, cfg.env, cfg.eval, recorders), cfg
 

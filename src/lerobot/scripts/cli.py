@@ -61,7 +61,11 @@ def prepare_simulators(cfg: object) -> None:
         return
     import_before_torch(env_cfg.native_bindings)
     eval_cfg = getattr(cfg, "eval", None)
-    if eval_cfg is not None and eval_cfg.backend == "local" and eval_cfg.resolved_use_async:
+    if eval_cfg is None or eval_cfg.backend != "local":
+        return
+    from lerobot.evaluation.run.batching.layout import BatchLayout  # imports gymnasium
+
+    if BatchLayout.of(eval_cfg).use_async:
         from lerobot.envs.vector import start_fork_server
 
         start_fork_server(env_cfg.fork_server_preload)

@@ -24,37 +24,15 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
-from lerobot.configs.env import EnvConfig, TaskSpec
-from lerobot.configs.eval import EvalConfig
-from lerobot.envs.factory import make_task_env
-from lerobot.envs.slots import SlotEnv
+from lerobot.configs.env import TaskSpec
 from lerobot.evaluation.results import EpisodeResult
+from lerobot.evaluation.run.batching.layout import EnvSource
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
 from lerobot.policies.pretrained import RowPolicy
 from lerobot.utils.device_utils import policy_device
 
 logger = logging.getLogger(__name__)
-
-EnvSource = Callable[[TaskSpec], SlotEnv]
-"""Builds (or hands over) the vector env of a task."""
-
-
-def task_envs(env_cfg: EnvConfig, eval_cfg: EvalConfig) -> EnvSource:
-    """Fresh vector envs of `env_cfg`'s tasks: as many envs, as many workers and where `--eval.*` says."""
-
-    def task_env(task: TaskSpec) -> SlotEnv:
-        return make_task_env(
-            env_cfg,
-            task,
-            eval_cfg.resolved_batch_size,
-            eval_cfg.resolved_use_async,
-            eval_cfg.step_timeout_s,
-            eval_cfg.resolved_envs_in_main_process,
-            eval_cfg.resolved_envs_per_worker,
-        )
-
-    return task_env
 
 
 class RunEvents(Protocol):

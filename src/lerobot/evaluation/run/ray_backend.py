@@ -48,6 +48,7 @@ from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.envs.factory import make_task_env
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.backend import EvalBackend, RunEvents
+from lerobot.evaluation.run.batching.layout import BatchLayout
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
 from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.utils.errors import ConfigError, HarnessOutageError
@@ -91,7 +92,7 @@ class RayBackend(EvalBackend):
         self.cfg, self.settings = cfg, settings
 
     def run(self, plan: RunPlan, events: RunEvents) -> None:
-        units = plan.units(unit_size=self.cfg.eval.resolved_envs_per_worker * UNIT_WAVES)
+        units = plan.units(unit_size=envs_per_actor(self.cfg.eval) * UNIT_WAVES)
         if not units:
             return
 
@@ -134,9 +135,9 @@ def _run_units(
             size,
             CPUS_PER_WORKER,
             cfg.eval.gpus_per_worker,
-            cfg.eval.resolved_envs_per_worker,
+            envs_per_actor(cfg.eval),
             len(units),
-            cfg.eval.resolved_envs_per_worker * UNIT_WAVES,
+            envs_per_actor(cfg.eval) * UNIT_WAVES,
         )
         videos_dir = settings.videos_dir.absolute() if settings.videos_dir is not None else None
         pool = WorkerPool(cfg, dataclasses.replace(settings, videos_dir=videos_dir), size)
@@ -218,7 +219,7 @@ class EpisodeWorker:
 
     def run_unit(self, unit: WorkUnit) -> UnitResult:
         started = time.perf_counter()
-        n_envs = min(self.cfg.eval.resolved_envs_per_worker, len(unit.episodes))
+        n_envs = min(envs_per_actor(self.cfg.eval), len(unit.episodes))
         env = make_task_env(self.cfg.env, unit.task, n_envs, False, self.cfg.eval.step_timeout_s)
         self.policy.reset()  # the previous unit's env may have had another number of rows
         try:
@@ -320,6 +321,11 @@ class WorkerPool:
             return
         for episode in reversed(unit.episodes):
             queue.appendleft(WorkUnit(unit.task, (episode,), attempts))
+
+
+def envs_per_actor(eval_cfg: EvalConfig) -> int:
+    """The envs each actor steps in one unit, with one policy call for all of them."""
+    return BatchLayout.of(eval_cfg).envs_per_worker
 
 
 def _failed_unit(unit: WorkUnit, settings: RolloutSettings, reason: str) -> UnitResult:

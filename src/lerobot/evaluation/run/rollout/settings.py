@@ -7,7 +7,7 @@ rule (`seed_of`), so that episode e starts from the same seed wherever it runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ class RolloutHooks:
     """Called for every active slot once its action is known (recording demonstrations)."""
     on_steps: Callable[[int], None] | None = None
     """Called after every round with the number of env steps it took (each step of a chunk
-    counts): what measuring a batch size's throughput counts (`batch_probe`)."""
+    counts): what measuring a batch size's throughput counts (`batching.measure`)."""
     should_stop: Callable[[], bool] | None = None
     """Asked before every step; True ends the loop with RolloutStoppedError (a run stopping its
     other tasks when one fails or is interrupted)."""
@@ -99,6 +99,10 @@ class RolloutSettings:
             preprocessor=preprocessor,
             postprocessor=postprocessor,
         )
+
+    def with_grouping(self, eval_cfg: EvalConfig) -> RolloutSettings:
+        """These settings with the row groups and independent rows of `eval_cfg` (settled)."""
+        return replace(self, row_groups=eval_cfg.row_groups, independent_rows=bool(eval_cfg.independent_rows))
 
     def seed_of(self, episode: int) -> int:
         """The seed episode `episode` starts from: its env's reset and its policy row."""

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from lerobot.evaluation.store.batch_sizes import (
+from lerobot.evaluation.run.batching.remembered import (
     BatchRate,
     RememberedBatchSize,
     batch_sizes_file,

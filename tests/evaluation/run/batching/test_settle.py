@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
+from lerobot.configs.eval import EvalPipelineConfig
 from lerobot.configs.parser import parse_config
-from lerobot.evaluation.run.batch_size import answering_units, batch_workload, with_settled_batch_size
+from lerobot.evaluation.run.batching.layout import BatchLayout
+from lerobot.evaluation.run.batching.remembered import BatchRate, RememberedBatchSize, remember_batch_size
+from lerobot.evaluation.run.batching.settle import BatchRun, settle_batch_size
+from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.rollout import RolloutSettings
-from lerobot.evaluation.store.batch_sizes import BatchRate, RememberedBatchSize, remember_batch_size
 from lerobot.policies.factory import make_policy
 
 
@@ -25,10 +27,19 @@ def config_and_policy(tmp_path, *flags):
     return cfg, make_policy(cfg.policy, env_cfg=cfg.env)
 
 
+def batch_run(cfg, policy) -> BatchRun:
+    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+    return BatchRun(cfg.eval, cfg.env, cfg.policy, policy, RolloutSettings(), plan)
+
+
+def batch_workload(cfg, policy) -> dict:
+    return batch_run(cfg, policy).workload()
+
+
 def settled(cfg, policy) -> tuple[int, int]:
-    run = with_settled_batch_size(cfg, policy, RolloutSettings())
-    assert not run.eval.measure_batch_size
-    return run.eval.batch_size, run.eval.row_groups
+    run = settle_batch_size(batch_run(cfg, policy))
+    assert not run.measure_batch_size
+    return run.batch_size, run.row_groups
 
 
 def remember(cfg, policy, batch_size, row_groups):
@@ -41,7 +52,7 @@ def remember(cfg, policy, batch_size, row_groups):
 def test_without_a_measurement_auto_stays_auto(tmp_path):
     cfg, policy = config_and_policy(tmp_path)
     assert settled(cfg, policy) == (0, 0)
-    assert cfg.eval.resolved_batch_size >= 1
+    assert BatchLayout.of(cfg.eval).n_envs >= 1
 
 
 @pytest.mark.parametrize(
@@ -75,8 +86,8 @@ def test_measured_independent_rows_are_taken_where_neither_they_nor_groups_were_
     rates = (BatchRate(6, 1000.0, independent_rows=True),)
     remembered = RememberedBatchSize(6, 1, "2026-12-06T14:00:00", rates, independent_rows=True)
     remember_batch_size(batch_workload(cfg, policy), remembered)
-    run = with_settled_batch_size(cfg, policy, RolloutSettings())
-    assert (run.eval.batch_size, run.eval.row_groups, run.eval.independent_rows) == expected
+    run = settle_batch_size(batch_run(cfg, policy))
+    assert (run.batch_size, run.row_groups, run.independent_rows) == expected
 
 
 def test_a_measurement_of_other_env_settings_does_not_apply(tmp_path):
@@ -84,17 +95,3 @@ def test_a_measurement_of_other_env_settings_does_not_apply(tmp_path):
     remember(cfg, policy, 6, 2)
     other, policy = config_and_policy(tmp_path, "--env.episode_length=100")
     assert settled(other, policy) == (0, 0)
-
-
-@pytest.mark.parametrize(
-    ("layout", "units"),
-    [
-        ({"batch_size": 1}, 1),
-        ({"batch_size": 4, "use_async_envs": False}, 1),
-        ({"batch_size": 8, "envs_in_main_process": 0, "envs_per_worker": 2}, 4),
-        ({"batch_size": 8, "envs_in_main_process": 2, "envs_per_worker": 4}, 4),
-        ({"batch_size": 5, "envs_in_main_process": 1, "envs_per_worker": 3}, 3),
-    ],
-)
-def test_row_groups_are_made_of_workers_and_main_process_envs(layout, units):
-    assert answering_units(EvalConfig(n_episodes=10, **layout)) == units

@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from lerobot.configs.env import TaskSpec
-from lerobot.configs.eval import MAX_AUTO_BATCH_SIZE
 from lerobot.envs.slots import SlotEnv
+from lerobot.evaluation.run.batching.layout import MAX_AUTO_BATCH_SIZE, arranged
+from lerobot.evaluation.run.batching.remembered import BatchRate
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, RolloutStoppedError, run_episodes
-from lerobot.evaluation.store.batch_sizes import BatchRate
 from lerobot.policies.pretrained import RowPolicy
 
 logger = logging.getLogger(__name__)
@@ -127,14 +127,6 @@ def _logged(rate: BatchRate) -> BatchRate:
         rate.env_steps_per_s,
     )
     return rate
-
-
-def arranged(row_groups: int, independent_rows: bool = False) -> str:
-    """How a batch's rows take their rounds, for the logs after its size or layout: `, rows
-    advancing independently`, `, in N row groups`, or nothing for lockstep."""
-    if independent_rows:
-        return ", rows advancing independently"
-    return f", in {row_groups} row groups" if row_groups > 1 else ""
 
 
 class _StepClock:

@@ -6,16 +6,16 @@ import pytest
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.envs.factory import make_env_config, make_task_env
-from lerobot.evaluation.run import batch_probe
-from lerobot.evaluation.run.batch_probe import (
+from lerobot.evaluation.run.batching import measure
+from lerobot.evaluation.run.batching.measure import (
     BatchMeasurement,
     candidate_batches,
     candidate_row_groups,
     env_steps_per_second,
     measure_batch_sizes,
 )
+from lerobot.evaluation.run.batching.remembered import BatchRate
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
-from lerobot.evaluation.store.batch_sizes import BatchRate
 from lerobot.policies.random.modeling_random import RandomPolicy
 from tests.evaluation.test_chunks_in_workers import QueueingPolicy, vec
 
@@ -144,13 +144,13 @@ def test_a_real_simulator_batch_is_measured_over_its_window_and_the_policy_forge
 
 
 def test_a_window_without_counted_rounds_is_no_rate():
-    clock = batch_probe._StepClock(warmup_s=10.0, window_s=1.0)
+    clock = measure._StepClock(warmup_s=10.0, window_s=1.0)
     clock.count(5)
     assert clock.rate() == 0.0 and not clock.window_over()
 
 
 def test_a_window_of_slow_rounds_lasts_until_enough_rounds_are_counted():
-    clock = batch_probe._StepClock(warmup_s=0.0, window_s=0.0, min_rounds=3)
+    clock = measure._StepClock(warmup_s=0.0, window_s=0.0, min_rounds=3)
     clock.count(0)  # the round that ends the warm-up (the first resets)
     for _ in range(2):
         clock.count(8)
