@@ -22,6 +22,7 @@ from typing import Any
 
 from lerobot.configs.env import TaskSpec
 from lerobot.evaluation.intervals import pc_wilson_interval
+from lerobot.evaluation.robustness import per_perturbation_json
 from lerobot.utils.io import to_strict_json
 from lerobot.utils.logging_utils import one_line
 
@@ -343,7 +344,7 @@ class RunResult:
             "n_episodes_retried": self.n_episodes_retried,
             "n_episodes_failed": self.n_episodes_failed,
         }
-        per_perturbation = self._per_perturbation()
+        per_perturbation = per_perturbation_json(self.groups)
         if per_perturbation is not None:
             info["per_perturbation"] = per_perturbation
         if self.missing_episodes is not None:
@@ -353,12 +354,6 @@ class RunResult:
         if self.provenance:
             info["provenance"] = dict(self.provenance)
         return to_strict_json(info)
-
-    def _per_perturbation(self) -> dict[str, Any] | None:
-        # Imported here: `robustness` builds on this module's Summary.
-        from lerobot.evaluation.robustness import per_perturbation_json
-
-        return per_perturbation_json(self.groups)
 
     # -- what reports show ------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from lerobot.evaluation.report.comparison import comparability_warning, compared
 from lerobot.evaluation.report.markup import Markup, concat, el, esc, raw
 from lerobot.evaluation.report.text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
 from lerobot.evaluation.results import EpisodeResult, RunResult, Summary, TaskResult
-from lerobot.evaluation.robustness import Robustness, pooled_groups, robustness
+from lerobot.evaluation.robustness import Robustness, SuccessRate, SuiteRate, pooled_groups, robustness
 
 EPISODE_TABLE_OPEN_MAX_ROWS = 200
 """Longer per-episode tables (LIBERO: 2000 rows) start folded so the page stays readable."""
@@ -252,7 +252,7 @@ def _robustness_section(found: Robustness | None) -> Markup | str:
     return _section("Under perturbation", concat(note, _table(columns, rows)))
 
 
-def _perturbed_cell(rate: Any, drop: float | None) -> Markup | str:
+def _perturbed_cell(rate: SuiteRate | None, drop: float | None) -> Markup | str:
     if rate is None:
         return DASH
     change = el("span", f" ({drop:+.1f} pts)", class_="ci") if drop is not None else ""
@@ -455,7 +455,7 @@ def _comparison_table(runs: Sequence[RunResult], labels: Sequence[str]) -> Marku
     return _table([("Task", None), *((label, NUM) for label in labels)], rows)
 
 
-def _rate_with_ci(rate: Summary | None) -> Markup | str:
+def _rate_with_ci(rate: SuccessRate | None) -> Markup | str:
     if rate is None or rate.pc_success is None:
         return DASH
     ci = el("span", f" [{fmt_ci(rate.pc_success_ci95)}] n={rate.n_episodes}", class_="ci")
