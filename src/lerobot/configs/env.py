@@ -104,6 +104,10 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     native_bindings: ClassVar[tuple[str, ...]] = ()
     """Simulator binding modules (`mujoco`) that a process stepping these envs beside a policy
     imports before torch (see `lerobot.utils.import_order`: in the other order they run slower)."""
+    simulator_distributions: ClassVar[tuple[str, ...]] = ()
+    """The installed distributions (pip names) of the simulator, physics engine included, whose
+    version changes this benchmark's results: every run records their versions in its
+    provenance."""
     env_entry_point: ClassVar[str | None] = None
     """`"package.module:Class"`: the gymnasium env one task runs in, built with `env_kwargs`.
     None: LeRobot's gym-id configs, whose envs `gym.make` builds."""
