@@ -99,7 +99,7 @@ def write_random_checkpoint(config, directory: Path) -> int:
     """config.json and a model.safetensors of random values (normal, std 0.02) in the config's
     dtype layout, written one tensor at a time so the writer never holds the model; returns the
     file's size."""
-    from lerobot.configs.checkpoint import encode_policy_config
+    from lerobot.configs.policies import encode_policy_config
 
     policy = build_on_meta(config)
     state = policy.state_dict()

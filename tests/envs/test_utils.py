@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from lerobot.envs.gym_vector import NEW_ROLLOUT_OPTION
+from lerobot.envs.freeze import NEW_ROLLOUT_OPTION
 from lerobot.envs.metaworld import MetaworldEnvConfig
 from lerobot.envs.pusht import PushtEnvConfig
 from lerobot.envs.utils import (

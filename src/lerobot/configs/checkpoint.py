@@ -8,12 +8,13 @@ statistics inside model.safetensors (`normalize_inputs.buffer_observation_state.
 Only safetensors files are read: no pickle, and no code from a checkpoint is ever imported.
 Every problem a user can fix becomes a one-line `CheckpointError` naming `--policy.path`.
 Nothing here imports torch: the command line resolves `--policy.path` before anything starts.
-The weights are loaded by `lerobot.policies.checkpoint`.
+This module knows the files; which policy types load and the config a config.json makes are
+the policy registry's (`lerobot.configs.policies`), and the weights are loaded by
+`lerobot.policies.checkpoint`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import json
 import logging
@@ -21,10 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import draccus
-
 from lerobot.configs.hub import DEFAULT_HUB, REPO_ID, HubOptions, snapshot
-from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import PolicyFeature
 from lerobot.utils.errors import ConfigError
 
@@ -38,23 +36,10 @@ POSTPROCESSOR_FILE = "policy_postprocessor.json"
 HUB_PATTERNS = ["*.json", "*.safetensors"]
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 LEGACY_NORM_PREFIXES = ("normalize_inputs.", "normalize_targets.", "unnormalize_outputs.")
-NOT_SAVED = ("pretrained_path", "pretrained_revision")
-"""Where a config was loaded from, not what it is: never written into config.json."""
-# LeRobot policy types this build knows of but cannot run yet.
-NOT_YET_SUPPORTED = ("pi0_fast", "groot", "xvla", "wall_x", "tdmpc", "vqbet", "sac")
 
 
 class CheckpointError(ConfigError):
     """A checkpoint that cannot be found, read or loaded; the message is one line."""
-
-
-def supported_types() -> list[str]:
-    """Policy types `--policy.path` can load: the registered checkpoint configs."""
-    return [
-        name
-        for name in PreTrainedConfig.get_known_choices()
-        if issubclass(PreTrainedConfig.get_choice_class(name), CheckpointPolicyConfig)
-    ]
 
 
 def resolve_checkpoint(path: str, revision: str | None = None, hub: HubOptions = DEFAULT_HUB) -> Path:
@@ -82,51 +67,15 @@ def resolve_checkpoint(path: str, revision: str | None = None, hub: HubOptions =
     )
 
 
-def read_checkpoint_config(directory: Path, flag: str) -> dict[str, Any]:
-    """config.json as a dict, after checking that its type is one this build runs."""
-    config = _read_config_json(directory, flag)
-    check_policy_type(config["type"], flag)
-    if not isinstance(config.get("output_features"), dict) or "action" not in config["output_features"]:
-        raise CheckpointError(
-            f"--policy.path={flag}: {CONFIG_FILE} declares no 'action' in output_features (configs from "
-            "LeRobot before 0.1 list input_shapes instead; re-save the checkpoint with a current LeRobot)"
-        )
-    check_weights_file(directory, flag)
-    return config
-
-
-def read_policy_config(
-    directory: Path, flag: str, revision: str | None = None, overrides: Mapping[str, Any] | None = None
-) -> PreTrainedConfig:
-    """The config a saved policy directory holds: a LeRobot checkpoint's (checked as
-    `--policy.path` checks it, `pretrained_path` set to the directory), or one of this build's
-    policies without weights of their own (`random`, the scripted ones), saved by
-    `save_pretrained`. `overrides` replace saved values."""
-    saved = _read_config_json(directory, flag)
-    config_class = PreTrainedConfig.get_choice_class(saved["type"]) if _registered(saved["type"]) else None
-    if config_class is None or issubclass(config_class, CheckpointPolicyConfig):
-        saved = read_checkpoint_config(directory, flag)
-        config_class = PreTrainedConfig.get_choice_class(saved["type"])
-        fields = {**config_fields(config_class, saved), **(overrides or {})}
-        fields.update(pretrained_path=str(directory), pretrained_revision=revision)
-    else:
-        fields = {**config_fields(config_class, saved), **(overrides or {})}
-    return draccus.decode(config_class, fields)
-
-
 def read_any_policy_type(directory: Path, flag: str) -> str:
     """The `type` of a checkpoint's config.json, of any LeRobot policy type (the bridge runs
     types this build lacks), after checking that its weights are safetensors."""
-    policy_type = _read_config_json(directory, flag)["type"]
+    policy_type = read_config_json(directory, flag)["type"]
     check_weights_file(directory, flag)
     return str(policy_type)
 
 
-def _registered(policy_type: Any) -> bool:
-    return isinstance(policy_type, str) and policy_type in PreTrainedConfig.get_known_choices()
-
-
-def _read_config_json(directory: Path, flag: str) -> dict[str, Any]:
+def read_config_json(directory: Path, flag: str) -> dict[str, Any]:
     """config.json as a dict with a `type`, or a one-line CheckpointError."""
     config_path = directory / CONFIG_FILE
     if not config_path.is_file():
@@ -140,19 +89,6 @@ def _read_config_json(directory: Path, flag: str) -> dict[str, Any]:
     if not isinstance(config, dict) or "type" not in config:
         raise CheckpointError(f"--policy.path={flag}: {CONFIG_FILE} has no 'type' field (e.g. \"act\")")
     return config
-
-
-def check_policy_type(policy_type: Any, flag: str) -> None:
-    supported = supported_types()
-    if policy_type in supported:
-        return
-    later = [t for t in NOT_YET_SUPPORTED if t not in supported]
-    status = "is not yet supported" if policy_type in later else "is unknown"
-    raise CheckpointError(
-        f"--policy.path={flag}: policy type {policy_type!r} {status}; this build loads "
-        f"{', '.join(supported)} (not yet: {', '.join(later)}); any LeRobot type runs through "
-        "LeRobot itself with --policy.type=lerobot_bridge --policy.python=<its Python>"
-    )
 
 
 def check_weights_file(directory: Path, flag: str) -> None:
@@ -177,14 +113,6 @@ def config_fields(config_class: type, checkpoint_config: Mapping[str, Any]) -> d
     if ignored:
         logger.debug("config.json settings not used at evaluation: %s", ", ".join(ignored))
     return kept
-
-
-def encode_policy_config(cfg: PreTrainedConfig) -> dict[str, Any]:
-    """config.json: `type` first, then every field under LeRobot's names, but those LeRobot's
-    config of the type lacks (`fields_lerobot_lacks`), so that LeRobot loads the file too."""
-    left_out = {*NOT_SAVED, *cfg.fields_lerobot_lacks}
-    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name not in left_out}
-    return {"type": cfg.type, **encode_json_value(fields)}
 
 
 def encode_json_value(value: Any) -> Any:

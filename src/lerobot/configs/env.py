@@ -65,6 +65,16 @@ class TaskSpec:
         return f"{self.group} #{self.task_id}"
 
 
+@dataclass(frozen=True)
+class Perturbation:
+    """What a perturbed task group changes (`family`, e.g. reworded instructions) in which
+    unperturbed group (`base_suite`): the pair that puts a perturbed result beside the result
+    it is compared with."""
+
+    family: str
+    base_suite: str
+
+
 @dataclass
 class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     """One benchmark's settings, selected with `--env.type=<name>`.
@@ -94,6 +104,10 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     native_bindings: ClassVar[tuple[str, ...]] = ()
     """Simulator binding modules (`mujoco`) that a process stepping these envs beside a policy
     imports before torch (see `lerobot.utils.import_order`: in the other order they run slower)."""
+    simulator_distributions: ClassVar[tuple[str, ...]] = ()
+    """The installed distributions (pip names) of the simulator, physics engine included, whose
+    version changes this benchmark's results: every run records their versions in its
+    provenance."""
     env_entry_point: ClassVar[str | None] = None
     """`"package.module:Class"`: the gymnasium env one task runs in, built with `env_kwargs`.
     None: LeRobot's gym-id configs, whose envs `gym.make` builds."""
@@ -157,6 +171,16 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
             for group, by_id in self.indexed_task_groups().items()
             for task_id, name in by_id.items()
         )
+
+    @classmethod
+    def perturbation_of(cls, group: str) -> Perturbation | None:
+        """The perturbation this benchmark declares for the task group named `group`; None for
+        an unperturbed group or one it does not know (the default: no perturbed groups).
+
+        Answered from the group name alone, without a config instance, because results and
+        reports regroup runs read back from eval_info.json, whatever their env type or age.
+        """
+        return None
 
     def max_episode_steps(self, task_name: str) -> int | None:
         """The step limit of an episode of `task_name`: the config's `episode_length`, else (a

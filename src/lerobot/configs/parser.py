@@ -239,8 +239,8 @@ def _checkpoint_defaults(
     path: str, revision: str | None, args: list[str], tmp: Path
 ) -> tuple[Path, list[str]]:
     """Write the checkpoint's policy config as a draccus defaults file; drop a matching --policy.type."""
-    from lerobot.configs.checkpoint import config_fields, read_checkpoint_config, resolve_checkpoint
-    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.configs.checkpoint import config_fields, resolve_checkpoint
+    from lerobot.configs.policies import PreTrainedConfig, read_checkpoint_config
 
     directory = resolve_checkpoint(path, revision)
     if BRIDGE_TYPE_FLAG in args:

@@ -3,11 +3,17 @@
 `CheckpointPolicyConfig` adds what LeRobot's checkpoint configs (config.json) carry: the
 policy's input and output features and how each kind is normalised. Its subclasses (`act`,
 `diffusion`) are the types `--policy.path` can load.
+
+The registry also answers for saved configs: which types a checkpoint may name
+(`supported_types`), the config a saved directory makes (`read_policy_config`, behind
+`PreTrainedConfig.from_pretrained`) and the config.json a config saves as
+(`encode_policy_config`); finding and reading the files is `lerobot.configs.checkpoint`'s.
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -17,8 +23,18 @@ from typing import Any, ClassVar
 
 import draccus
 
+from lerobot.configs.checkpoint import (
+    CONFIG_FILE,
+    CheckpointError,
+    check_weights_file,
+    config_fields,
+    encode_json_value,
+    read_config_json,
+    resolve_checkpoint,
+)
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import facts
+from lerobot.configs.hub import HubOptions
 from lerobot.configs.optim import LRSchedulerConfig, OptimizerConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_STATE
@@ -93,17 +109,12 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
         `--policy.path`'s rules: configs and safetensors only, the local cache alone with
         HF_HUB_OFFLINE=1 or `local_files_only`; a miss is one line.
         """
-        from lerobot.configs.checkpoint import read_policy_config, resolve_checkpoint
-        from lerobot.configs.hub import HubOptions
-
         hub = HubOptions(cache_dir, force_download, token, local_files_only)
         directory = resolve_checkpoint(str(pretrained_name_or_path), revision, hub)
         return read_policy_config(directory, str(pretrained_name_or_path), revision, policy_kwargs)
 
     def save_pretrained(self, save_directory: str | Path) -> None:
         """Write config.json as LeRobot writes it (`type` first), readable by LeRobot too."""
-        from lerobot.configs.checkpoint import CONFIG_FILE, encode_policy_config
-
         directory = Path(save_directory)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / CONFIG_FILE).write_text(json.dumps(encode_policy_config(self), indent=4))
@@ -236,3 +247,78 @@ def _missing_inputs_message(missing: list[str], provided: Mapping[str, PolicyFea
         f"(it provides {', '.join(provided)}); map keys with --rename_map='{example}' or feed blank "
         f"cameras with --policy.empty_cameras=N (now {empty})"
     )
+
+
+# -- saved configs: which types load, what a config.json makes, and how a config is saved ---------
+
+
+NOT_SAVED = ("pretrained_path", "pretrained_revision")
+"""Where a config was loaded from, not what it is: never written into config.json."""
+# LeRobot policy types this build knows of but cannot run yet.
+NOT_YET_SUPPORTED = ("pi0_fast", "groot", "xvla", "wall_x", "tdmpc", "vqbet", "sac")
+
+
+def supported_types() -> list[str]:
+    """Policy types `--policy.path` can load: the registered checkpoint configs."""
+    return [
+        name
+        for name in PreTrainedConfig.get_known_choices()
+        if issubclass(PreTrainedConfig.get_choice_class(name), CheckpointPolicyConfig)
+    ]
+
+
+def check_policy_type(policy_type: Any, flag: str) -> None:
+    supported = supported_types()
+    if policy_type in supported:
+        return
+    later = [t for t in NOT_YET_SUPPORTED if t not in supported]
+    status = "is not yet supported" if policy_type in later else "is unknown"
+    raise CheckpointError(
+        f"--policy.path={flag}: policy type {policy_type!r} {status}; this build loads "
+        f"{', '.join(supported)} (not yet: {', '.join(later)}); any LeRobot type runs through "
+        "LeRobot itself with --policy.type=lerobot_bridge --policy.python=<its Python>"
+    )
+
+
+def read_checkpoint_config(directory: Path, flag: str) -> dict[str, Any]:
+    """config.json as a dict, after checking that its type is one this build runs."""
+    config = read_config_json(directory, flag)
+    check_policy_type(config["type"], flag)
+    if not isinstance(config.get("output_features"), dict) or "action" not in config["output_features"]:
+        raise CheckpointError(
+            f"--policy.path={flag}: {CONFIG_FILE} declares no 'action' in output_features (configs from "
+            "LeRobot before 0.1 list input_shapes instead; re-save the checkpoint with a current LeRobot)"
+        )
+    check_weights_file(directory, flag)
+    return config
+
+
+def read_policy_config(
+    directory: Path, flag: str, revision: str | None = None, overrides: Mapping[str, Any] | None = None
+) -> PreTrainedConfig:
+    """The config a saved policy directory holds: a LeRobot checkpoint's (checked as
+    `--policy.path` checks it, `pretrained_path` set to the directory), or one of this build's
+    policies without weights of their own (`random`, the scripted ones), saved by
+    `save_pretrained`. `overrides` replace saved values."""
+    saved = read_config_json(directory, flag)
+    config_class = PreTrainedConfig.get_choice_class(saved["type"]) if _registered(saved["type"]) else None
+    if config_class is None or issubclass(config_class, CheckpointPolicyConfig):
+        saved = read_checkpoint_config(directory, flag)
+        config_class = PreTrainedConfig.get_choice_class(saved["type"])
+        fields = {**config_fields(config_class, saved), **(overrides or {})}
+        fields.update(pretrained_path=str(directory), pretrained_revision=revision)
+    else:
+        fields = {**config_fields(config_class, saved), **(overrides or {})}
+    return draccus.decode(config_class, fields)
+
+
+def _registered(policy_type: Any) -> bool:
+    return isinstance(policy_type, str) and policy_type in PreTrainedConfig.get_known_choices()
+
+
+def encode_policy_config(cfg: PreTrainedConfig) -> dict[str, Any]:
+    """config.json: `type` first, then every field under LeRobot's names, but those LeRobot's
+    config of the type lacks (`fields_lerobot_lacks`), so that LeRobot loads the file too."""
+    left_out = {*NOT_SAVED, *cfg.fields_lerobot_lacks}
+    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name not in left_out}
+    return {"type": cfg.type, **encode_json_value(fields)}

@@ -24,8 +24,8 @@ from lerobot.utils.constants import OBS_IMAGE, OBS_IMAGES, OBS_PREFIX, TASK
 if TYPE_CHECKING:
     import torch
 
-# LeRobot's finished-sub-env wrapper lives with the other gymnasium code (`gym_vector`).
-_IN_GYM_VECTOR = ("FreezeAfterEpisodeEnd", "freeze_after_episode_end", "NEW_ROLLOUT_OPTION")
+# LeRobot's finished-sub-env wrapper needs gymnasium: it lives in `freeze`, imported on first use.
+_IN_FREEZE = ("FreezeAfterEpisodeEnd", "freeze_after_episode_end", "NEW_ROLLOUT_OPTION")
 
 logger = logging.getLogger(__name__)
 
@@ -152,8 +152,8 @@ def check_env_attributes_and_types(env: Any) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    if name in _IN_GYM_VECTOR:
-        from lerobot.envs import gym_vector
+    if name in _IN_FREEZE:
+        from lerobot.envs import freeze
 
-        return getattr(gym_vector, name)
+        return getattr(freeze, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,30 +1,74 @@
-"""Success under perturbation beside success without it: LIBERO-PRO's suites regrouped by
-perturbation family and base suite.
+"""Success under perturbation beside success without it: a run's task groups regrouped by
+perturbation family and base suite, as their benchmarks declare them.
 
-A robustness result is a drop: 92% on libero_spatial and 31% on libero_spatial_swap. So the
-results of a run's perturbed suites are put beside those of the unperturbed suite they perturb,
-from the same run or, in a comparison, from another one (`lerobot-eval-report A B`). The
-grouping is read from the suite names alone (`lerobot.envs.libero_pro.suites`), so it also works
-on files written before it existed, on merged shards and on plain `--env.type=libero` runs.
+A robustness result is a drop: 92% on a suite and 31% on the same suite with its objects
+swapped. So the results of a run's perturbed groups are put beside those of the unperturbed
+group they perturb, from the same run or, in a comparison, from another one
+(`lerobot-eval-report A B`). Which group perturbs which is declared by the benchmarks
+(`EnvConfig.perturbation_of`), as they declare their tasks, and asked of every registered one
+by group name alone: so the regrouping also works on files written before it existed, on
+merged shards and on a run of the unperturbed suites under another env type.
+
+The regrouping reads four numbers of a group (`SuccessRate`, which the result model's `Summary`
+has), so the result model builds on it and not the other way round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from lerobot.envs.libero_pro.suites import perturbation_of
+import lerobot.envs  # noqa: F401  (registers every benchmark's config, with its declarations)
+from lerobot.configs.env import EnvConfig, Perturbation
 from lerobot.evaluation.intervals import pc_wilson_interval
-from lerobot.evaluation.results import Summary
 
 UNPERTURBED = "unperturbed"
+
+
+class SuccessRate(Protocol):
+    """What the regrouping reads of a group's result (the result model's `Summary` has it)."""
+
+    @property
+    def n_episodes(self) -> int: ...
+
+    @property
+    def n_successes(self) -> int | None: ...
+
+    @property
+    def pc_success(self) -> float | None: ...
+
+    @property
+    def pc_success_ci95(self) -> tuple[float, float] | None: ...
+
+
+@dataclass(frozen=True)
+class PooledRate:
+    """Success over the episodes of several groups together, with its Wilson interval."""
+
+    n_episodes: int
+    n_successes: int
+    pc_success: float | None
+    pc_success_ci95: tuple[float, float] | None
+
+    @classmethod
+    def of(cls, rates: Iterable[SuccessRate]) -> PooledRate:
+        rates = list(rates)
+        n = sum(r.n_episodes for r in rates)
+        successes = sum(r.n_successes or 0 for r in rates)
+        interval = pc_wilson_interval(successes, n)
+        return cls(
+            n_episodes=n,
+            n_successes=successes,
+            pc_success=100.0 * successes / n if n else None,
+            pc_success_ci95=tuple(interval) if interval else None,
+        )
 
 
 @dataclass(frozen=True)
 class SuiteRate:
     suite: str
-    summary: Summary
+    summary: SuccessRate
 
 
 @dataclass(frozen=True)
@@ -50,19 +94,29 @@ class Robustness:
     families: tuple[str, ...]
     """The families any row has, in first-seen order."""
 
-    def family_overall(self, family: str) -> Summary:
-        return pooled(row.perturbed[family].summary for row in self.rows if family in row.perturbed)
+    def family_overall(self, family: str) -> PooledRate:
+        return PooledRate.of(row.perturbed[family].summary for row in self.rows if family in row.perturbed)
 
-    def unperturbed_overall(self) -> Summary:
-        return pooled(row.unperturbed.summary for row in self.rows if row.unperturbed is not None)
+    def unperturbed_overall(self) -> PooledRate:
+        return PooledRate.of(row.unperturbed.summary for row in self.rows if row.unperturbed is not None)
 
 
-def robustness(groups: Mapping[str, Summary]) -> Robustness | None:
-    """The perturbed suites among `groups` (suite -> summary) beside their base suites; None
-    when no group is a perturbed suite."""
+def declared_perturbation(group: str) -> Perturbation | None:
+    """The perturbation a registered benchmark declares for the group named `group`; None when
+    none does (an unperturbed group, or a benchmark without perturbed groups)."""
+    for config_class in EnvConfig.get_known_choices().values():
+        perturbation = config_class.perturbation_of(group)
+        if perturbation is not None:
+            return perturbation
+    return None
+
+
+def robustness(groups: Mapping[str, SuccessRate]) -> Robustness | None:
+    """The perturbed groups among `groups` (group -> rate) beside their base suites; None
+    when no group is a perturbed one."""
     perturbed: dict[str, dict[str, SuiteRate]] = {}
     for suite, summary in groups.items():
-        perturbation = perturbation_of(suite)
+        perturbation = declared_perturbation(suite)
         if perturbation is not None:
             perturbed.setdefault(perturbation.base_suite, {})[perturbation.family] = SuiteRate(suite, summary)
     if not perturbed:
@@ -79,35 +133,16 @@ def robustness(groups: Mapping[str, Summary]) -> Robustness | None:
     return Robustness(rows, families)
 
 
-def pooled_groups(group_maps: Iterable[Mapping[str, Summary]]) -> dict[str, Summary]:
-    """Several runs' suites as one map; a suite run more than once keeps the first run's."""
-    pooled_map: dict[str, Summary] = {}
+def pooled_groups(group_maps: Iterable[Mapping[str, SuccessRate]]) -> dict[str, SuccessRate]:
+    """Several runs' groups as one map; a group run more than once keeps the first run's."""
+    pooled_map: dict[str, SuccessRate] = {}
     for groups in group_maps:
         for suite, summary in groups.items():
             pooled_map.setdefault(suite, summary)
     return pooled_map
 
 
-def pooled(summaries: Iterable[Summary]) -> Summary:
-    """Success over the episodes of several suites together, with its Wilson interval."""
-    summaries = list(summaries)
-    n = sum(s.n_episodes for s in summaries)
-    successes = sum(s.n_successes or 0 for s in summaries)
-    interval = pc_wilson_interval(successes, n)
-    return Summary(
-        n_episodes=n,
-        n_successes=successes,
-        pc_success=100.0 * successes / n if n else None,
-        pc_success_ci95=tuple(interval) if interval else None,
-        pc_success_at_end=None,
-        avg_sum_reward=None,
-        avg_max_reward=None,
-        avg_episode_length=None,
-        eval_s=None,
-    )
-
-
-def per_perturbation_json(groups: Mapping[str, Summary]) -> dict[str, Any] | None:
+def per_perturbation_json(groups: Mapping[str, SuccessRate]) -> dict[str, Any] | None:
     """eval_info.json's `per_perturbation`: {family: {"overall", "per_base_suite": {base:
     {"suite", rates...}}}}, with `unperturbed` for the base suites the run also holds."""
     found = robustness(groups)
@@ -136,7 +171,7 @@ def per_perturbation_json(groups: Mapping[str, Summary]) -> dict[str, Any] | Non
     return document
 
 
-def _rates(summary: Summary) -> dict[str, Any]:
+def _rates(summary: SuccessRate) -> dict[str, Any]:
     return {
         "pc_success": summary.pc_success,
         "pc_success_ci95": list(summary.pc_success_ci95) if summary.pc_success_ci95 else None,

@@ -128,8 +128,9 @@ class PreTrainedPolicy(nn.Module, abc.ABC):
         `dataset_stats` and `dataset_meta`, which LeRobot's factory passes, are ignored: the
         statistics live in the processors.
         """
-        from lerobot.configs.checkpoint import read_policy_config, resolve_checkpoint
+        from lerobot.configs.checkpoint import resolve_checkpoint
         from lerobot.configs.hub import HubOptions
+        from lerobot.configs.policies import read_policy_config
 
         flag = str(pretrained_name_or_path)
         directory = resolve_checkpoint(

@@ -70,6 +70,7 @@ def check_installed() -> None:
 @EnvConfig.register_subclass("aloha")
 @dataclass
 class AlohaEnvConfig(EnvConfig):
+    simulator_distributions: ClassVar[tuple[str, ...]] = ("gym-aloha", "dm-control", "mujoco")
     native_bindings: ClassVar[tuple[str, ...]] = ("mujoco",)
     env_entry_point: ClassVar[str] = "lerobot.envs.aloha.env:AlohaEnv"
 

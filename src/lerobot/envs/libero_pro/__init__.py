@@ -31,9 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lerobot.configs.env import EnvConfig
+from lerobot.configs.env import EnvConfig, Perturbation
 from lerobot.envs.libero import LiberoEnvConfig
-from lerobot.envs.libero_pro.suites import episode_length_of, resolve_suites, select_tasks, task_of
+from lerobot.envs.libero_pro.suites import (
+    episode_length_of,
+    perturbation_of,
+    resolve_suites,
+    select_tasks,
+    task_of,
+)
 
 
 @EnvConfig.register_subclass("libero_pro")
@@ -46,6 +52,11 @@ class LiberoProEnvConfig(LiberoEnvConfig):
     @property
     def format_type(self) -> str:
         return "libero"
+
+    @classmethod
+    def perturbation_of(cls, group: str) -> Perturbation | None:
+        """A perturbed suite's family and base suite, from the shipped suites.json."""
+        return perturbation_of(group)
 
     def _select_tasks(self) -> dict[str, dict[int, str]]:
         return select_tasks(resolve_suites(self.task), self.task_ids)

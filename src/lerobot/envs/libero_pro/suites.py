@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
+from lerobot.configs.env import Perturbation
 from lerobot.envs.libero.tasks import SUITES as STANDARD_SUITES
 from lerobot.envs.libero.tasks import load_suites as load_standard_suites
 from lerobot.envs.libero.tasks import select_tasks as select_standard_tasks
@@ -19,14 +20,6 @@ from lerobot.utils.errors import ConfigError
 UNAVAILABLE_FAMILIES = {"ood_environment": "env"}
 # A task of a perturbed suite is named `<suite>/<task>`: the suites reuse their base's task names.
 SEPARATOR = "/"
-
-
-@dataclass(frozen=True)
-class Perturbation:
-    """What a LIBERO-PRO suite changes (`family`) in which standard suite (`base_suite`)."""
-
-    family: str
-    base_suite: str
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from lerobot.utils.errors import ConfigError, require_choice
 @dataclass
 class MetaworldEnvConfig(EnvConfig):
     worker_preload: ClassVar[tuple[str, ...]] = ("metaworld",)
+    simulator_distributions: ClassVar[tuple[str, ...]] = ("metaworld", "mujoco")
     native_bindings: ClassVar[tuple[str, ...]] = ("mujoco",)
     env_entry_point: ClassVar[str] = "lerobot.envs.metaworld.env:MetaworldEnv"
 

@@ -67,6 +67,7 @@ def check_installed() -> None:
 @dataclass
 class PushtEnvConfig(EnvConfig):
     worker_preload: ClassVar[tuple[str, ...]] = ("gym_pusht.envs.pusht",)
+    simulator_distributions: ClassVar[tuple[str, ...]] = ("gym-pusht",)
     env_entry_point: ClassVar[str] = "lerobot.envs.pusht.env:PushtEnv"
 
     task: str = TASK

@@ -4,9 +4,10 @@ eval_info.json is the record; these files are how people read it. `lerobot-eval`
 when a run ends (also an interrupted one), and `lerobot-eval-report` rebuilds them from
 eval_info.json alone, so a report can always be redone with a newer version of this code.
 
-`write_report` and `write_comparison` are the entry points; behind them `html` builds the page
-(with `chart`'s SVG and `markup`'s escaping), `text` the markdown and console tables, and
-`comparison` lines up the tasks of several runs.
+`write_report` and `write_comparison` are the entry points; behind them `html` lays out the
+page's sections (on `page`'s skeleton and tables, with `episode_table`, `chart`'s SVG and
+`markup`'s escaping), `text` the markdown and console tables, and `comparison` lines up the
+tasks of several runs.
 """
 
 from __future__ import annotations

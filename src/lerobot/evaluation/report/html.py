@@ -5,17 +5,17 @@ the page needs nothing but itself and the run's videos: CSS inline (from report.
 as inline SVG (report_chart), no script, no font or CDN. The markup is also well-formed XML
 (every element closed, only XML's five entities), so tests and tools can parse it with a plain
 XML parser. Text is escaped by `el` itself (see `markup`).
+
+This module lays out the sections of each page; `page` holds the page and the tables and rate
+cells every section uses, `episode_table` the long per-episode section.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
-from functools import cache
-from importlib import resources
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from lerobot.evaluation.report.chart import (
@@ -25,89 +25,57 @@ from lerobot.evaluation.report.chart import (
     swatch,
 )
 from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
-from lerobot.evaluation.report.markup import Markup, concat, el, esc, raw
+from lerobot.evaluation.report.episode_table import EpisodeVideoLink, episode_table, video_id
+from lerobot.evaluation.report.markup import Markup, concat, el
+from lerobot.evaluation.report.page import (
+    KEY,
+    NUM,
+    RATE_COLUMNS,
+    TASK,
+    TEXT,
+    breakable,
+    header,
+    page,
+    rate_cells,
+    rate_with_ci,
+    section,
+    table,
+)
 from lerobot.evaluation.report.text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
-from lerobot.evaluation.results import EpisodeResult, RunResult, Summary, TaskResult
-from lerobot.evaluation.robustness import Robustness, pooled_groups, robustness
-
-EPISODE_TABLE_OPEN_MAX_ROWS = 200
-"""Longer per-episode tables (LIBERO: 2000 rows) start folded so the page stays readable."""
+from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult
+from lerobot.evaluation.robustness import Robustness, SuiteRate, pooled_groups, robustness
 
 
 def render_report(run: RunResult) -> str:
     """The report page of one run."""
     videos = video_episodes(run)
     body = [
-        _header(run.title(), _run_subtitle(run)),
+        header(run.title(), _run_subtitle(run)),
         _partial_banner(run),
         _headline(run),
-        _section("Success per task", concat(chart_legend_note(), success_chart([run], [run.name]))),
-        _section("Per task", _task_table(run)),
-        _section("Per suite", _group_table(run)) if run.has_suites and len(run.groups) > 1 else "",
+        section("Success per task", concat(chart_legend_note(), success_chart([run], [run.name]))),
+        section("Per task", _task_table(run)),
+        section("Per suite", _group_table(run)) if run.has_suites and len(run.groups) > 1 else "",
         _robustness_section(robustness(run.groups)),
-        _section("Videos", _videos(videos)) if videos else "",
-        _section("Episodes", _episode_table(run, videos)),
-        _section("Provenance", _provenance(run)),
+        section("Videos", _videos(videos)) if videos else "",
+        section("Episodes", episode_table(run, videos)),
+        section("Provenance", _provenance(run)),
     ]
-    return _page(f"{run.title()} {DASH} evaluation report", body)
+    return page(f"{run.title()} {DASH} evaluation report", body)
 
 
 def render_comparison(runs: Sequence[RunResult], labels: Sequence[str], output_dir: Path) -> str:
     """Several runs side by side: one bar per run for every task, with the intervals."""
     warning = comparability_warning(runs)
     body = [
-        _header(f"Comparison of {len(runs)} runs", " vs ".join(labels)),
+        header(f"Comparison of {len(runs)} runs", " vs ".join(labels)),
         el("p", warning, class_="banner") if warning else "",
-        _section("Runs", _runs_table(runs, labels, output_dir)),
-        _section("Success per task", concat(chart_legend_note(), success_chart(runs, labels))),
-        _section("Per task", _comparison_table(runs, labels)),
+        section("Runs", _runs_table(runs, labels, output_dir)),
+        section("Success per task", concat(chart_legend_note(), success_chart(runs, labels))),
+        section("Per task", _comparison_table(runs, labels)),
         _robustness_section(robustness(pooled_groups(run.groups for run in runs))),
     ]
-    return _page("Comparison " + DASH + " " + " vs ".join(labels), body)
-
-
-# -- page structure --------------------------------------------------------------------------
-
-
-@cache
-def stylesheet() -> str:
-    return resources.files(__package__).joinpath("report.css").read_text(encoding="utf-8")
-
-
-def _page(title: str, body: Iterable[Markup | str]) -> str:
-    head = el(
-        "head",
-        raw('<meta charset="utf-8"/>'),
-        raw('<meta name="viewport" content="width=device-width, initial-scale=1"/>'),
-        el("title", title),
-        el("style", raw(stylesheet())),
-    )
-    content = [part for part in body if part]
-    return "<!DOCTYPE html>\n" + el("html", head, el("body", el("main", *content)), lang="en") + "\n"
-
-
-def _header(title: str, subtitle: str) -> Markup:
-    return el("header", el("h1", title), el("p", subtitle, class_="sub"))
-
-
-def _section(title: str, content: Markup) -> Markup:
-    return el("section", el("h2", title), content)
-
-
-def _table(columns: Sequence[tuple[str, str | None]], rows: Iterable[Sequence[Any]], **attrs: Any) -> Markup:
-    """`columns` are (header, CSS class) pairs; cells are text or markup."""
-    head = el("thead", el("tr", *(el("th", h, class_=c) for h, c in columns)))
-    classes = [c for _, c in columns]
-    body = el(
-        "tbody",
-        *(el("tr", *(el("td", x, class_=c) for x, c in zip(row, classes, strict=True))) for row in rows),
-    )
-    return el("div", el("table", head, body, **attrs), class_="scroll")
-
-
-def breakable(name: str) -> Markup:
-    """`name` that may wrap after underscores: LIBERO task names run to 80 characters."""
-    return Markup(esc(name).replace("_", "_<wbr/>"))
+    return page("Comparison " + DASH + " " + " vs ".join(labels), body)
 
 
 # -- one run ---------------------------------------------------------------------------------
@@ -159,30 +127,6 @@ def _per_episode_time(run: RunResult) -> str:
     return f"{mean:.1f} s per episode (mean)" if mean is not None else ""
 
 
-def _rate_cells(rate: Summary | None) -> list[Any]:
-    if rate is None:
-        return [DASH] * 5
-    return [
-        rate.n_episodes,
-        el("strong", fmt_pc(rate.pc_success)),
-        fmt_ci(rate.pc_success_ci95),
-        fmt_pc(rate.pc_success_at_end),
-        fmt_num(rate.avg_episode_length),
-    ]
-
-
-NUM, KEY, NAME, TASK, TEXT = "num", "key", "name", "task", "text"
-"""Column classes: right-aligned figures; short identifiers on one line; long names cut short;
-task names wrapped at underscores; free text wrapped anywhere."""
-RATE_COLUMNS = [
-    ("Episodes", NUM),
-    ("Success %", NUM),
-    ("95% CI", NUM),
-    ("At end %", NUM),
-    ("Avg. steps", NUM),
-]
-
-
 def _task_table(run: RunResult) -> Markup:
     columns = [
         ("Suite", KEY),
@@ -197,7 +141,7 @@ def _task_table(run: RunResult) -> Markup:
             task.group,
             el("code", breakable(task.task)),
             task.description,
-            *_rate_cells(task.summary),
+            *rate_cells(task.summary),
             fmt_num(task.summary.avg_sum_reward, 2),
             fmt_seconds(task.summary.eval_s),
         ]
@@ -209,19 +153,19 @@ def _task_table(run: RunResult) -> Markup:
             "",
             el("strong", "Overall"),
             "",
-            *_rate_cells(overall),
+            *rate_cells(overall),
             fmt_num(overall.avg_sum_reward, 2),
             fmt_seconds(overall.eval_s),
         ]
     )
-    if not run.has_suites:  # Meta-World task lists: every suite is its task, say it once
+    if not run.has_suites:  # every suite is its own task: say it once
         columns, rows = columns[1:], [r[1:] for r in rows]
-    return _table(columns, rows)
+    return table(columns, rows)
 
 
 def _group_table(run: RunResult) -> Markup:
-    rows = [[el("code", group), *_rate_cells(rate)] for group, rate in run.groups.items()]
-    return _table([("Suite", KEY), *RATE_COLUMNS], rows)
+    rows = [[el("code", group), *rate_cells(rate)] for group, rate in run.groups.items()]
+    return table([("Suite", KEY), *RATE_COLUMNS], rows)
 
 
 def _robustness_section(found: Robustness | None) -> Markup | str:
@@ -232,7 +176,7 @@ def _robustness_section(found: Robustness | None) -> Markup | str:
     rows = [
         [
             el("code", row.base_suite),
-            _rate_with_ci(row.unperturbed.summary if row.unperturbed else None),
+            rate_with_ci(row.unperturbed.summary if row.unperturbed else None),
             *(_perturbed_cell(row.perturbed.get(f), row.drop(f)) for f in found.families),
         ]
         for row in found.rows
@@ -240,27 +184,23 @@ def _robustness_section(found: Robustness | None) -> Markup | str:
     rows.append(
         [
             el("strong", "All"),
-            _rate_with_ci(found.unperturbed_overall()),
-            *(_rate_with_ci(found.family_overall(f)) for f in found.families),
+            rate_with_ci(found.unperturbed_overall()),
+            *(rate_with_ci(found.family_overall(f)) for f in found.families),
         ]
     )
     note = el(
         "p",
-        "Success % [95% Wilson interval] per LIBERO-PRO perturbation family, beside the same "
+        "Success % [95% Wilson interval] per perturbation family, beside the same "
         "tasks unperturbed when they were run; the change is in percentage points.",
     )
-    return _section("Under perturbation", concat(note, _table(columns, rows)))
+    return section("Under perturbation", concat(note, table(columns, rows)))
 
 
-def _perturbed_cell(rate: Any, drop: float | None) -> Markup | str:
+def _perturbed_cell(rate: SuiteRate | None, drop: float | None) -> Markup | str:
     if rate is None:
         return DASH
     change = el("span", f" ({drop:+.1f} pts)", class_="ci") if drop is not None else ""
-    return concat(_rate_with_ci(rate.summary), change)
-
-
-EpisodeVideoLink = tuple[TaskResult, EpisodeResult, str]
-"""(task, episode, href relative to the report) of a video that exists on disk."""
+    return concat(rate_with_ci(rate.summary), change)
 
 
 def video_episodes(run: RunResult) -> list[EpisodeVideoLink]:
@@ -311,7 +251,7 @@ def _videos(videos: Sequence[EpisodeVideoLink]) -> Markup:
                 height="240",
             ),
             el("figcaption", breakable(_episode_caption(task, episode))),
-            id=_video_id(task, episode),
+            id=video_id(task, episode),
         )
         for task, episode, href in videos
     ]
@@ -321,75 +261,6 @@ def _videos(videos: Sequence[EpisodeVideoLink]) -> Markup:
 def _episode_caption(task: TaskResult, episode: EpisodeResult) -> str:
     outcome = "success" if episode.success else "failure"
     return f"{task.task} \u00b7 episode {episode.episode_index} \u00b7 seed {episode.seed} \u00b7 {outcome}"
-
-
-def _video_id(task: TaskResult, episode: EpisodeResult) -> str:
-    return f"video-{task.group}-{task.task_id}-{episode.episode_index}"
-
-
-def _episode_table(run: RunResult, videos: Sequence[EpisodeVideoLink]) -> Markup:
-    show_init = any(e.init_state_index is not None for e in run.episodes)
-    columns = [
-        ("Suite", KEY),
-        ("Task", NAME),
-        ("Episode", NUM),
-        ("Seed", NUM),
-        *([("Init state", NUM)] if show_init else []),
-        ("Success", None),
-        ("At end", None),
-        ("Steps", NUM),
-        ("Reward", NUM),
-        ("Wall s", NUM),
-        ("Note", None),
-        ("Video", None),
-    ]
-    with_video = {(task.key, episode.episode_index) for task, episode, _ in videos}
-    rows = [
-        _episode_row(task, episode, show_init, (task.key, episode.episode_index) in with_video)
-        for task in run.tasks
-        for episode in task.episodes
-    ]
-    if not run.has_suites:
-        columns, rows = columns[1:], [r[1:] for r in rows]
-    table = _table(columns, rows, class_="episodes")
-    summary = el("summary", f"{len(rows)} episodes")
-    is_open = "open" if len(rows) <= EPISODE_TABLE_OPEN_MAX_ROWS else None
-    return el("details", summary, table, open=is_open)
-
-
-def _episode_row(task: TaskResult, episode: EpisodeResult, show_init: bool, has_video: bool) -> list[Any]:
-    note = (
-        episode.failure_reason
-        or episode.policy_error
-        or (f"re-run {episode.retries}x" if episode.retries else "")
-    )
-    video = el("a", "play", href=f"#{_video_id(task, episode)}") if has_video else ""
-    return [
-        task.group,
-        el("code", task.task, title=task.task),
-        episode.episode_index,
-        _or_dash(episode.seed),
-        *([_or_dash(episode.init_state_index)] if show_init else []),
-        _yes_no(episode.success),
-        _yes_no(episode.success_at_end),
-        _or_dash(episode.n_steps),
-        fmt_num(_finite_or_none(episode.sum_reward), 2),
-        fmt_num(episode.wall_s, 1),
-        note,
-        video,
-    ]
-
-
-def _yes_no(value: Any) -> Markup:
-    return el("span", "yes", class_="yes") if value else el("span", "no", class_="no")
-
-
-def _or_dash(value: Any) -> Any:
-    return DASH if value is None else value
-
-
-def _finite_or_none(value: float) -> float | None:
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
 def _provenance(run: RunResult) -> Markup:
@@ -438,8 +309,8 @@ def _runs_table(runs: Sequence[RunResult], labels: Sequence[str], output_dir: Pa
             else str(run.output_dir)
         )
         env = (run.config.get("env") or {}).get("task", DASH)
-        rows.append([concat(swatch(color), label), run.title(), env, link, *_rate_cells(run.overall)])
-    return _table([("Run", KEY), ("What", None), ("Tasks", None), ("Output", None), *RATE_COLUMNS], rows)
+        rows.append([concat(swatch(color), label), run.title(), env, link, *rate_cells(run.overall)])
+    return table([("Run", KEY), ("What", None), ("Tasks", None), ("Output", None), *RATE_COLUMNS], rows)
 
 
 def _comparison_table(runs: Sequence[RunResult], labels: Sequence[str]) -> Markup:
@@ -447,16 +318,9 @@ def _comparison_table(runs: Sequence[RunResult], labels: Sequence[str]) -> Marku
     rows = [
         [
             el("code", breakable(task if group == task else f"{group} / {task}")),
-            *(_rate_with_ci(s.get((group, task))) for s in summaries),
+            *(rate_with_ci(s.get((group, task))) for s in summaries),
         ]
         for group, task in compared_tasks(runs)
     ]
-    rows.append([el("strong", "Overall"), *(_rate_with_ci(run.overall) for run in runs)])
-    return _table([("Task", None), *((label, NUM) for label in labels)], rows)
-
-
-def _rate_with_ci(rate: Summary | None) -> Markup | str:
-    if rate is None or rate.pc_success is None:
-        return DASH
-    ci = el("span", f" [{fmt_ci(rate.pc_success_ci95)}] n={rate.n_episodes}", class_="ci")
-    return concat(el("strong", fmt_pc(rate.pc_success)), ci)
+    rows.append([el("strong", "Overall"), *(rate_with_ci(run.overall) for run in runs)])
+    return table([("Task", None), *((label, NUM) for label in labels)], rows)

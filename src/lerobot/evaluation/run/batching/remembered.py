@@ -1,6 +1,6 @@
 """Batch sizes measured on this machine (`--eval.measure_batch_size=true`), remembered per workload.
 
-What saturates a machine depends on what runs on it: a state-only Meta-World env steps in a
+What saturates a machine depends on what runs on it: a state-only MuJoCo env steps in a
 fraction of a millisecond and wants several envs per core, 480x480 renders on a GPU box want
 as many envs as the GPU can render for, a VLA wants the batch its GPU call amortises best. No
 rule of thumb over the core count gets all of them, so a measurement is kept, keyed by what
