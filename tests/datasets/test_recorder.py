@@ -11,7 +11,7 @@ from lerobot.configs.record import FileLimits
 from lerobot.datasets.reader import load_episodes
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from tests.datasets.conftest import CAMERA, FPS, grey_levels, record
-from tests.evaluation.test_rollout import RecordingPolicy, make_vec
+from tests.evaluation.run.rollout.test_loop import RecordingPolicy, make_vec
 
 QUANTILES = ["q01", "q10", "q50", "q90", "q99"]
 

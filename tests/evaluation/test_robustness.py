@@ -10,7 +10,7 @@ from lerobot.evaluation.intervals import pc_wilson_interval
 from lerobot.evaluation.report import write_comparison, write_report
 from lerobot.evaluation.results import RunResult, load_run
 from lerobot.evaluation.robustness import robustness
-from tests.evaluation.test_report import make_task, parse_xml, row_text, write_run
+from tests.evaluation.report.test_report import make_task, parse_xml, row_text, write_run
 
 TASK = "pick_up_the_black_bowl_between_the_plate_and_the_ramekin_and_place_it_on_the_plate"
 

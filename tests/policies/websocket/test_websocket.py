@@ -25,8 +25,8 @@ from lerobot.policies.websocket.connection import MAX_REPLY_BYTES
 from lerobot.policies.websocket.modeling_websocket import WebsocketPolicy
 from lerobot.serving.server import PolicyServer
 from lerobot.utils.errors import ConfigError, PolicyServerLostError, PolicyUnreachableError
-from tests.evaluation.test_chunks_in_workers import ActionRewardEnv
-from tests.evaluation.test_rollout import make_vec
+from tests.evaluation.run.rollout.test_chunks_in_workers import ActionRewardEnv
+from tests.evaluation.run.rollout.test_loop import make_vec
 from tests.fakes import fake_spaces
 from tests.remote import ObservationPolicy, free_port, running_server
 
@@ -390,7 +390,7 @@ def test_a_served_chunking_policy_is_asked_once_per_chunk_and_its_chunks_go_to_t
     each row the rest of its chunk with its action, so it computes as often as a local ACT
     does, the envs render only the observations a chunk reads, and every episode is the local
     one."""
-    from tests.evaluation.test_blind_steps import run_watched
+    from tests.evaluation.run.rollout.test_blind_steps import run_watched
     from tests.policies.checkpoints import load
 
     flags = ("--env.episode_length=12",)

@@ -1,6 +1,6 @@
 """Console progress of a running evaluation: one bar per task.
 
-A LIBERO run takes hours; a bar with episodes done, the running success rate and an ETA tells
+A suite of long-horizon tasks takes hours; a bar with episodes done, the running success rate and an ETA tells
 at a glance whether to wait or to stop a broken run. Bars redraw with carriage returns, which
 turn a log file into one enormous line, so they stay quiet when stderr is not a terminal and
 under Slurm (whose job logs are files even when `srun --pty` fakes a terminal). The per-task

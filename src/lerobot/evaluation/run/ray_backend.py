@@ -62,7 +62,7 @@ for a few episodes, few enough that the last units of a run end close together."
 CPUS_PER_WORKER = 1
 """A worker steps its envs in its own process, one after the other. Env worker processes would
 be restarted with every unit (its env is closed at the end of each): with 2 envs per worker
-that made Meta-World runs 3x slower in benchmarks/ray_scaling.py. Parallelism comes from more
+that made state-only runs 3x slower in benchmarks/ray_scaling.py. Parallelism comes from more
 workers instead; several envs per worker batch the policy calls."""
 WORKER_NAME_PREFIX = "lerobot-eval-worker"
 GL_VARIABLES = ("MUJOCO_GL", "PYOPENGL_PLATFORM")

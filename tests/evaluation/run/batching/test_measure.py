@@ -17,7 +17,7 @@ from lerobot.evaluation.run.batching.measure import (
 from lerobot.evaluation.run.batching.remembered import BatchRate
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.random.modeling_random import RandomPolicy
-from tests.evaluation.test_chunks_in_workers import QueueingPolicy, vec
+from tests.evaluation.run.rollout.test_chunks_in_workers import QueueingPolicy, vec
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ def auto_batch_size(n_episodes: int, cpu_count: int | None = None) -> int:
     One simulator worker per core keeps every core busy, but the main process needs room for
     policy inference and video encoding, hence 70% of the cores; at least 2 on a machine with
     2 cores or more, where the main process steps one of them itself (`envs_in_main_process`):
-    on 2 cores batch 2 beat batch 1 in every case measured (Meta-World state 2,439 against
+    on 2 cores batch 2 beat batch 1 in every case measured (a state-only benchmark 2,439 against
     1,931 env-steps/s, ACT on 64x64 pixels 148 against 117, README's demo with videos 44.9 s
     against 48.1 s). Never more envs than episodes, and a cap of 64 so a big server does not
     start hundreds of GL contexts. Cores are those this process may use (`usable_cores`: a

@@ -133,7 +133,7 @@ class _StepClock:
     """Counts the env steps of the rounds that end between the warm-up and the end of the window.
 
     The window lasts `window_s` and at least MIN_ROUNDS rounds: where a round takes a second
-    (LIBERO rendering two cameras on a CPU, a VLA's chunk at a large batch), a few seconds
+    (two cameras rendered on a CPU, a VLA's chunk at a large batch), a few seconds
     would hold two or three rounds, and the rate would be mostly where their ends happen to fall.
     """
 

@@ -20,8 +20,8 @@ from lerobot.configs.eval import EvalConfig
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes, schedules
 from lerobot.evaluation.run.rollout.actions import errors_by_group, stack_batches
 from lerobot.utils.errors import ConfigError, HarnessError, PolicyError
-from tests.evaluation.test_chunks_in_workers import ActionRewardEnv
-from tests.evaluation.test_row_groups import MovableQueueingPolicy, workers_env
+from tests.evaluation.run.rollout.test_chunks_in_workers import ActionRewardEnv
+from tests.evaluation.run.rollout.test_row_groups import MovableQueueingPolicy, workers_env
 
 
 def run(env, episodes, independent, policy=None, hooks=None, **settings):
@@ -157,7 +157,7 @@ def test_a_failure_of_a_shared_call_is_told_to_each_group_in_its_own_rows():
 
 
 def test_a_policy_that_cannot_keep_rows_aside_advances_in_lockstep_and_says_so(caplog, monkeypatch):
-    from tests.evaluation.test_chunks_in_workers import QueueingPolicy
+    from tests.evaluation.run.rollout.test_chunks_in_workers import QueueingPolicy
 
     monkeypatch.setattr(schedules, "_TOLD_ONE_GROUP", set())
     with caplog.at_level(logging.INFO):

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from lerobot.evaluation.adapters.lerobot_compat import eval_policy, eval_policy_all, resets_rows, rollout
-from tests.evaluation.test_rollout import RecordingPolicy, expected_length, make_vec
+from tests.evaluation.run.rollout.test_loop import RecordingPolicy, expected_length, make_vec
 from tests.fakes import FakeEnv
 
 

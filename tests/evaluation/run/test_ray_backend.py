@@ -281,7 +281,7 @@ def test_ray_backend_under_uv_run(tmp_path):
 
     uv = shutil.which("uv")
     assert uv, "uv must be on PATH (README's set-up command installs it with pip)"
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     out = tmp_path / "run"
     command = [
         uv,

@@ -23,7 +23,7 @@ from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.constants import ENV_TASK
-from tests.evaluation.test_rollout import make_vec
+from tests.evaluation.run.rollout.test_loop import make_vec
 
 TASKS = tuple(TaskSpec("g", i, name, f"do {name}", fps=10) for i, name in enumerate(["a", "b", "c"]))
 

@@ -19,7 +19,7 @@ from lerobot.envs.factory import make_task_env
 from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes, schedules
 from lerobot.evaluation.run.rollout.schedules import slot_groups
-from tests.evaluation.test_chunks_in_workers import QueueingPolicy, vec
+from tests.evaluation.run.rollout.test_chunks_in_workers import QueueingPolicy, vec
 from tests.policies.checkpoints import ENV_FLAGS, load, materialize
 
 

@@ -7,7 +7,7 @@ from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.policies.random.configuration_random import RandomConfig
 from lerobot.policies.random.modeling_random import RandomPolicy
 from lerobot.utils.errors import HarnessError, PolicyError
-from tests.evaluation.test_rollout import make_vec
+from tests.evaluation.run.rollout.test_loop import make_vec
 
 
 class FailingOnce(RandomPolicy):

@@ -21,7 +21,7 @@ from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
 from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.scripts.lerobot_eval import main
-from tests.evaluation.test_rollout import RecordingPolicy, expected_length, make_vec
+from tests.evaluation.run.rollout.test_loop import RecordingPolicy, expected_length, make_vec
 from tests.fakes import FakeEnv, fake_spaces
 
 
