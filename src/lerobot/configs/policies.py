@@ -50,6 +50,9 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
     fields_lerobot_lacks: ClassVar[frozenset[str]] = frozenset()
     """Settings of this build that LeRobot's config of the same type does not have: left out of
     the config.json `save_pretrained` writes, which LeRobot refuses otherwise."""
+    connects_to_server: ClassVar[bool] = False
+    """The policy's actions come from a policy server it connects to: `lerobot-serve-policy`
+    serves a policy it loads itself, so it refuses such a type."""
 
     device: str | None = field(default=None, metadata=facts(result_neutral=True))
     """Torch device: cpu, cuda, cuda:<index>, mps or xpu; unset picks cuda, else mps, else cpu.

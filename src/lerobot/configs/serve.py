@@ -43,11 +43,11 @@ class ServeConfig:
 
     def __post_init__(self) -> None:
         if self.policy is None:
-            choices = ", ".join(c for c in PreTrainedConfig.get_known_choices() if c != "websocket")
+            choices = ", ".join(servable_policy_types())
             raise ConfigError(f"--policy.path or --policy.type: required; types: {choices}")
-        if self.policy.type == "websocket":
+        if self.policy.connects_to_server:
             raise ConfigError(
-                "--policy.type=websocket: a server serves a policy it loads itself, not another server"
+                f"--policy.type={self.policy.type}: a server serves a policy it loads itself, not another server"
             )
         if isinstance(self.policy, CheckpointPolicyConfig) and self.policy.pretrained_path is None:
             raise ConfigError(
@@ -66,3 +66,9 @@ class ServeConfig:
                 f"--host={self.host}: serving beyond this machine needs --api_key=<secret> (clients pass "
                 "--policy.api_key); or keep --host=127.0.0.1"
             )
+
+
+def servable_policy_types() -> list[str]:
+    """The `--policy.type` values a server can serve: all but clients of another server."""
+    known = PreTrainedConfig.get_known_choices()
+    return [name for name, config_class in known.items() if not config_class.connects_to_server]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import facts
@@ -22,6 +22,8 @@ class WebsocketConfig(PreTrainedConfig):
     speaking the same msgpack frames. This process only sends observations and executes the
     returned action chunks; the model, its venv and its GPU live with the server.
     """
+
+    connects_to_server: ClassVar[bool] = True
 
     device: str | None = "cpu"
     """Where the (tiny) batch handling runs; the model runs wherever the server put it."""
