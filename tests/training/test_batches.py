@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+import lerobot.policies  # noqa: F401  (registers --policy.type values)
+from lerobot.configs.policies import PreTrainedConfig
 from lerobot.datasets.reader import EpisodeFrames
 from lerobot.training.batches import (
     EpochOrder,
@@ -18,6 +20,7 @@ from lerobot.training.batches import (
     compute_stats,
     dataset_features,
     make_loader,
+    window_offsets,
 )
 from tests.training.conftest import make_frames
 
@@ -51,6 +54,28 @@ def test_observation_history_repeats_the_first_frame(frames):
     np.testing.assert_array_equal(batch["observation.state"][0, 0], batch["observation.state"][0, 1])
     assert batch["observation.image"].shape == (1, 2, 3, 64, 64)
     assert batch["action_is_pad"].tolist() == [[True, False, False, False]]
+
+
+# LeRobot 0.6.1's delta indices at these settings (its configs' observation_, action_ and
+# reward_delta_indices): None observations is the current frame without a time axis, as [0] is here.
+LEROBOT_WINDOWS = {
+    ("act", (("chunk_size", 3), ("n_action_steps", 3))): (None, [0, 1, 2]),
+    ("diffusion", (("n_obs_steps", 3), ("horizon", 8))): ([-2, -1, 0], [-2, -1, 0, 1, 2, 3, 4, 5]),
+    ("smolvla", (("chunk_size", 4), ("n_action_steps", 4))): ([0], [0, 1, 2, 3]),
+    ("pi0", (("chunk_size", 2), ("n_action_steps", 2))): (None, [0, 1]),
+    ("pi05", (("chunk_size", 5), ("n_action_steps", 5))): (None, [0, 1, 2, 3, 4]),
+}
+
+
+@pytest.mark.parametrize(("policy", "lerobot"), LEROBOT_WINDOWS.items(), ids=[t for t, _ in LEROBOT_WINDOWS])
+def test_each_policy_trains_on_lerobots_windows(policy, lerobot):
+    policy_type, settings = policy
+    cfg = PreTrainedConfig.get_choice_class(policy_type)(**dict(settings))
+    observations, actions = lerobot
+
+    assert (cfg.observation_delta_indices, cfg.action_delta_indices) == lerobot
+    assert cfg.reward_delta_indices is None
+    assert window_offsets(cfg) == (observations or [0], actions)
 
 
 def test_features_and_statistics_describe_the_dataset(frames):

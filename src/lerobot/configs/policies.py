@@ -91,6 +91,25 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
     def type(self) -> str:
         return self.get_choice_name(self.__class__)
 
+    # LeRobot's training windows, as its dataset reads them: frame offsets relative to the frame
+    # a sample is drawn at. None: the current frame alone, without a time axis (observations),
+    # or nothing (actions, rewards). Each trainable type states its own, with LeRobot's values.
+    @property
+    def observation_delta_indices(self) -> list[int] | None:
+        """Offsets of the observations one training sample holds (None: the current frame)."""
+        return None
+
+    @property
+    def action_delta_indices(self) -> list[int] | None:
+        """Offsets of the actions one training sample holds (None: this type is not trained)."""
+        return None
+
+    @property
+    def reward_delta_indices(self) -> list[int] | None:
+        """Offsets of the rewards one training sample holds (None: none; behaviour cloning
+        reads no reward)."""
+        return None
+
     @classmethod
     def from_pretrained(
         cls,

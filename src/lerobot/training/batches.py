@@ -1,8 +1,9 @@
 """Training batches: windows of observations and actions around random frames.
 
 A policy reads observations at `obs_offsets` and predicts actions at `action_offsets`
-relative to a frame (ACT: obs [0], actions [0, chunk_size); Diffusion: the last n_obs_steps
-observations and `horizon` actions from the first of them). Offsets past an episode's ends
+relative to a frame, as its config's `observation_delta_indices` and `action_delta_indices`
+say (ACT: obs [0], actions [0, chunk_size); Diffusion: the last n_obs_steps observations and
+`horizon` actions from the first of them). Offsets past an episode's ends
 repeat its first or last frame; actions past its end are marked in `action_is_pad`.
 """
 
@@ -64,11 +65,11 @@ def use_imagenet_stats(stats: dict[str, dict[str, Tensor]], camera_keys: Sequenc
 
 
 def window_offsets(cfg: CheckpointPolicyConfig) -> tuple[list[int], list[int]]:
-    """(observation offsets, action offsets) of one training sample, as LeRobot's delta indices."""
-    if cfg.type == "diffusion":
-        first = 1 - cfg.n_obs_steps
-        return list(range(first, 1)), list(range(first, first + cfg.horizon))
-    return [0], list(range(cfg.chunk_size))
+    """(observation offsets, action offsets) of one training sample: the config's LeRobot delta
+    indices, the current frame where it asks for no observation window."""
+    if cfg.action_delta_indices is None:
+        raise ConfigError(f"--policy.type={cfg.type}: states no action window to train on")
+    return list(cfg.observation_delta_indices or [0]), list(cfg.action_delta_indices)
 
 
 class Windows(torch.utils.data.Dataset):

@@ -87,6 +87,11 @@ class ACTConfig(CheckpointPolicyConfig):
     def get_scheduler_preset(self) -> None:
         return None
 
+    @property
+    def action_delta_indices(self) -> list[int]:
+        """The chunk from the current frame on (the observation: the current frame alone)."""
+        return list(range(self.chunk_size))
+
     def __post_init__(self) -> None:
         super().__post_init__()
         require_choice("--policy.vision_backbone", self.vision_backbone, RESNETS)

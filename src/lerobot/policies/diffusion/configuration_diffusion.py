@@ -157,6 +157,17 @@ class DiffusionConfig(CheckpointPolicyConfig):
         return int(self.resize_shape[0] * self.crop_ratio), int(self.resize_shape[1] * self.crop_ratio)
 
     @property
+    def observation_delta_indices(self) -> list[int]:
+        """The last `n_obs_steps` frames, the current one last."""
+        return list(range(1 - self.n_obs_steps, 1))
+
+    @property
+    def action_delta_indices(self) -> list[int]:
+        """`horizon` actions from the first observed frame on."""
+        first = 1 - self.n_obs_steps
+        return list(range(first, first + self.horizon))
+
+    @property
     def resolved_inference_steps(self) -> int:
         return self.num_train_timesteps if self.num_inference_steps is None else self.num_inference_steps
 

@@ -155,6 +155,11 @@ class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
     tokenizer_max_length: int = 48
     """Prompts are truncated and padded to this many tokens."""
 
+    @property
+    def action_delta_indices(self) -> list[int]:
+        """The chunk from the current frame on (the observation: the current frame alone)."""
+        return list(range(self.chunk_size))
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self.image_resolution = tuple(self.image_resolution)

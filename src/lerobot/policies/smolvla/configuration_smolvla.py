@@ -135,6 +135,16 @@ class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
         if self.compile_model:
             logger.warning("--policy.compile_model=true: ignored; SmolVLA runs eagerly here")
 
+    @property
+    def observation_delta_indices(self) -> list[int]:
+        """The current frame (LeRobot's SmolVLA asks for it as a one-step window)."""
+        return [0]
+
+    @property
+    def action_delta_indices(self) -> list[int]:
+        """The chunk from the current frame on."""
+        return list(range(self.chunk_size))
+
     def resizes_images(self) -> bool:
         """SmolVLA pads and resizes every camera to --policy.resize_imgs_with_padding itself."""
         return self.resize_imgs_with_padding is not None
