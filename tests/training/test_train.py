@@ -145,7 +145,7 @@ def test_worker_processes_train_the_same_weights(tmp_path, dataset):
 
 def test_held_out_episodes_are_not_trained_on_and_their_loss_is_logged(tmp_path, dataset, caplog):
     flags = (*TINY_ACT, "--steps=2", "--save_checkpoint=false", "--dataset.eval_split=0.5", "--eval_steps=1")
-    with caplog.at_level("INFO", logger="lerobot.training.train"):
+    with caplog.at_level("INFO", logger="lerobot.training"):
         train(train_config(dataset, tmp_path / "run", *flags))
     # Two episodes of one task: the last one (4 frames) is held out, in one batch of 4.
     assert "1 episodes held out" in caplog.text
@@ -375,7 +375,7 @@ def test_an_evaluation_the_run_stopped_in_is_run_again_on_resume(tmp_path, datas
     assert json.loads(info_path.read_text())["complete"] is True and list(first.eval_success) == [2]
     info_path.unlink()
 
-    with caplog.at_level(logging.INFO, logger="lerobot.training.train"):
+    with caplog.at_level(logging.INFO, logger="lerobot.training"):
         again = train(train_config(dataset, out, *flags, "--resume=true"))
     assert again.last_step == 2 and list(again.eval_success) == [2]
     assert json.loads(info_path.read_text())["complete"] is True
@@ -412,7 +412,7 @@ def test_a_resume_that_would_train_something_else_is_refused_naming_each_change(
         assert expected in message
     assert message.endswith("pass them as before, or train into a new --output_dir")
 
-    with caplog.at_level(logging.INFO, logger="lerobot.training.train"):
+    with caplog.at_level(logging.INFO, logger="lerobot.training"):
         longer = train(train_config(dataset, out, *first, "--steps=3", "--log_freq=2", "--resume=true"))
     assert longer.last_step == 3
     assert "--resume=true with changed settings: --steps: 2 -> 3\n" in caplog.text  # log_freq: neutral
@@ -431,7 +431,7 @@ def test_a_resume_removes_the_temporary_files_of_writes_a_kill_cut_short(tmp_pat
     for leftover in leftovers:
         leftover.write_bytes(b"\0" * 2**20)
 
-    with caplog.at_level(logging.INFO, logger="lerobot.training.train"):
+    with caplog.at_level(logging.INFO, logger="lerobot.training"):
         train(train_config(dataset, out, *flags, "--resume=true"))
     assert not any(leftover.exists() for leftover in leftovers)
     assert "removed 2 MB of checkpoint writes a stop cut short" in caplog.text
