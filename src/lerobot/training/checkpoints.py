@@ -88,20 +88,7 @@ def save_pretrained(
     cfg: CheckpointPolicyConfig = policy.config
     flat = {f"{key}.{name}": t.cpu().contiguous() for key, s in stats.items() for name, t in s.items()}
     norm_map = {kind: str(mode) for kind, mode in cfg.normalization_mapping.items()}
-    features = {**cfg.input_features, **cfg.output_features}
-    before, after = split_at_normalizer(task_steps)
-    device_step = {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}}
-    steps = [
-        {"registry_name": "rename_observations_processor", "config": {"rename_map": {}}},
-        {"registry_name": "to_batch_processor", "config": {}},
-        *(step.to_json() for step in before),
-    ]
-    if not after:
-        steps.append(device_step)
-    stats_file = f"policy_preprocessor_step_{len(steps)}_normalizer_processor.safetensors"
-    steps.append(_normalizer_step("normalizer_processor", features, norm_map, stats_file))
-    if after:
-        steps += [*(step.to_json() for step in after), device_step]
+    steps, stats_file = preprocessor_steps(cfg, norm_map, task_steps)
     write_safetensors(flat, directory / stats_file)
     write_safetensors(
         {k: v for k, v in flat.items() if k.startswith(ACTION + ".")}, directory / POSTPROCESSOR_STATS
@@ -116,6 +103,28 @@ def save_pretrained(
     }
     (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
     (directory / POSTPROCESSOR_FILE).write_text(json.dumps(postprocessor, indent=2))
+
+
+def preprocessor_steps(
+    cfg: CheckpointPolicyConfig, norm_map: dict, task_steps: Sequence[Any]
+) -> tuple[list[dict], str]:
+    """The preprocessor's steps as LeRobot orders them, and the name of its normaliser's
+    statistics file (named by the normaliser's index)."""
+    features = {**cfg.input_features, **cfg.output_features}
+    before, after = split_at_normalizer(task_steps)
+    device_step = {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}}
+    steps = [
+        {"registry_name": "rename_observations_processor", "config": {"rename_map": {}}},
+        {"registry_name": "to_batch_processor", "config": {}},
+        *(step.to_json() for step in before),
+    ]
+    if not after:
+        steps.append(device_step)
+    stats_file = f"policy_preprocessor_step_{len(steps)}_normalizer_processor.safetensors"
+    steps.append(_normalizer_step("normalizer_processor", features, norm_map, stats_file))
+    if after:
+        steps += [*(step.to_json() for step in after), device_step]
+    return steps, stats_file
 
 
 def _normalizer_step(
