@@ -106,3 +106,30 @@ def test_a_hung_worker_during_in_loop_eval_is_replaced_and_its_episode_rerun(tmp
 def test_eval_flags_that_only_mean_something_to_lerobot_eval_are_refused(tmp_path, flag, message):
     with pytest.raises(CliError, match=f"^{message}"):
         config(tmp_path, flag)
+
+
+def test_in_loop_evaluation_runs_at_the_batch_size_measured_for_its_workload(tmp_path, monkeypatch, caplog):
+    """Settled the way lerobot-eval settles it: a measurement remembered for this env, policy
+    type and device on this machine stands in for --eval.batch_size=0's core-count rule."""
+    from lerobot.evaluation.run.batching.remembered import BatchRate, RememberedBatchSize, remember_batch_size
+    from lerobot.evaluation.run.batching.settle import BatchRun
+    from lerobot.evaluation.run.plan import RunPlan
+    from lerobot.evaluation.run.rollout import RolloutSettings
+
+    monkeypatch.setenv("LEROBOT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("lerobot.evaluation.run.batching.layout.usable_cores", lambda: 4)  # the rule: 2 envs
+    cfg = config(
+        tmp_path, "--eval.n_episodes=2", "--eval.max_episodes_rendered=0", "--eval.use_async_envs=false"
+    )
+    trainee = build_trainee(cfg, make_frames())
+    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+    workload = BatchRun(cfg.eval, cfg.env, cfg.policy, trainee.policy, RolloutSettings(), plan).workload()
+    remember_batch_size(workload, RememberedBatchSize(1, 1, "2026-12-07T03:00:00", (BatchRate(1, 500.0),)))
+
+    with caplog.at_level("INFO", logger="lerobot.evaluation"):
+        evaluate_in_loop(cfg, trainee, step=1, wandb_run=None)
+
+    assert "batch size 1 and row groups 1: measured for this workload on this machine" in caplog.text
+    assert "envs per task: 1 (in-process)" in caplog.text
+    info = json.loads((cfg.output_dir / "eval" / "step_1" / "eval_info.json").read_text())
+    assert info["overall"]["n_episodes"] == 2

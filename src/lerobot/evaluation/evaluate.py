@@ -90,8 +90,6 @@ def evaluate(cfg: EvalPipelineConfig) -> RunResult:
     freeze_what_is_loaded()  # torch and the policy: kept out of the episodes' full collections
     try:
         logger.info("output dir: %s", cfg.output_dir)
-        if cfg.eval.backend == "local":
-            log_batch(cfg.eval)
         return run_evaluation(plan, backend, RunOutput.of(cfg))
     finally:
         backend.close()
@@ -121,15 +119,27 @@ def make_backend(cfg: EvalPipelineConfig, plan: RunPlan) -> tuple[EvalBackend, E
     try:
         preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
         settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
-        settled = settle_batch_size(BatchRun(cfg.eval, cfg.env, cfg.policy, policy, settings, plan))
+        recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
+        batch = BatchRun(cfg.eval, cfg.env, cfg.policy, policy, settings, plan)
+        backend, settled = make_settled_local_backend(batch, recorders)
     except BaseException:
         policy.close()
         raise
     cfg = copy.copy(cfg)
     cfg.eval = settled
-    settings = settings.with_grouping(settled)
-    recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
-    return make_local_backend(policy, settings, cfg.env, cfg.eval, recorders), cfg
+    return backend, cfg
+
+
+def make_settled_local_backend(
+    batch: BatchRun, recorders: TaskRecorders | None = None
+) -> tuple[LocalBackend, EvalConfig]:
+    """A local backend at the batch its plan settles (as given, measured now, measured earlier
+    for this workload here, or the core-count rule), and the eval config it runs: the one way
+    `lerobot-eval` and the evaluation inside training build theirs."""
+    settled = settle_batch_size(batch)
+    log_batch(settled)
+    settings = batch.settings.with_grouping(settled)
+    return make_local_backend(batch.policy, settings, batch.env_cfg, settled, recorders), settled
 
 
 def make_local_backend(

@@ -17,8 +17,9 @@ from typing import Any
 import torch
 
 from lerobot.configs.train import TrainPipelineConfig
-from lerobot.evaluation.evaluate import make_local_backend, run_evaluation
+from lerobot.evaluation.evaluate import make_settled_local_backend, run_evaluation
 from lerobot.evaluation.results import RunResult, UnreadableResultsError, load_run
+from lerobot.evaluation.run.batching.settle import BatchRun
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.evaluation.store.output_dir import RunOutput, encode_config
@@ -74,11 +75,13 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
         preprocessor=preprocessor,
         postprocessor=postprocessor,
     )
-    backend = make_local_backend(trainee.policy, settings, cfg.env, cfg.eval)
+    plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
+    batch = BatchRun(cfg.eval, cfg.env, cfg.policy, trainee.policy, settings, plan)
+    backend, _ = make_settled_local_backend(batch)
     output = RunOutput(out, encode_config(cfg), overwrite=True, program="lerobot-train")
     trainee.policy.eval()
     try:
-        run = run_evaluation(RunPlan.from_config(cfg.env.tasks(), cfg.eval), backend, output)
+        run = run_evaluation(plan, backend, output)
     finally:
         trainee.policy.train()
     return report_in_loop_eval(run, step, out, wandb_run)
