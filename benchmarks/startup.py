@@ -34,9 +34,9 @@ FIRST_STEP = """
 import os, sys, time
 from lerobot.envs import vector
 step_and_reset_at = vector.LazyVectorEnv.step_and_reset_at
-def first_step(self, step_ids, *args, **kwargs):
-    out = step_and_reset_at(self, step_ids, *args, **kwargs)
-    if step_ids:
+def first_step(self, round_):
+    out = step_and_reset_at(self, round_)
+    if round_.step_ids:
         print(f"FIRST_STEP {time.time()!r}", flush=True)
         os._exit(0)
     return out

@@ -8,6 +8,7 @@ import pytest
 
 from lerobot.envs import workers
 from lerobot.envs.commands import StepResult
+from lerobot.envs.slots import SlotRound
 from lerobot.envs.vector import EnvWorkerError, LazyVectorEnv, stack_observations
 from lerobot.envs.workers import auto_worker_spin_s, receive, send, watch_pipe
 from tests.fakes import FakeEnv, fake_spaces
@@ -112,12 +113,14 @@ def test_some_slots_step_while_others_reset_in_the_same_round(use_async):
     try:
         env.reset_at([0], seeds=[10])
         steps, resets = env.step_and_reset_at(
-            [0],
-            [np.zeros(2, np.float32)],
-            [1, 2],
-            seeds=[11, 7],
-            options=[{"episode_index": 1}, None],
-            render_ids=[0],
+            SlotRound(
+                [0],
+                [np.zeros(2, np.float32)],
+                [1, 2],
+                seeds=[11, 7],
+                options=[{"episode_index": 1}, None],
+                render_ids=[0],
+            )
         )
         assert steps[0].observation["agent_pos"].tolist() == [10, 1] and steps[0].frame is not None
         (observation, info), failure = resets
@@ -141,7 +144,9 @@ def test_the_first_slots_can_live_in_this_process_beside_workers():
         env.reset_at([0, 1, 2], seeds=[0, 1, 2])
         pids = env.call("pid")
         assert pids[0] == os.getpid() and len({os.getpid(), *pids[1:]}) == 3
-        steps, resets = env.step_and_reset_at([0, 2], [np.zeros(2, np.float32)] * 2, [1], [5], [None])
+        steps, resets = env.step_and_reset_at(
+            SlotRound([0, 2], [np.zeros(2, np.float32)] * 2, [1], [5], [None])
+        )
         assert [s.observation["agent_pos"].tolist() for s in steps] == [[0, 1], [2, 1]]
         assert resets[0][0]["agent_pos"].tolist() == [5, 0]
     finally:
@@ -287,7 +292,9 @@ def test_a_dead_shared_worker_fails_all_its_envs_and_its_replacement_starts_them
     try:
         env.reset_at([0, 1, 2, 3], seeds=[0, 1, 2, 3])
         old_pids = env.call("pid")
-        steps, resets = env.step_and_reset_at([1, 2, 3], [np.zeros(2, np.float32)] * 3, [0], [5], [None])
+        steps, resets = env.step_and_reset_at(
+            SlotRound([1, 2, 3], [np.zeros(2, np.float32)] * 3, [0], [5], [None])
+        )
         assert [getattr(s, "kind", None) for s in [*resets, *steps]] == ["died", "died", None, None]
         env.restart([0])
         # env 1 lost its episode with the old process: its next step says so, a reset works

@@ -19,7 +19,7 @@ import numpy as np
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.commands import StepResult
-from lerobot.envs.slots import SlotFailure, task_from_metadata
+from lerobot.envs.slots import SlotFailure, SlotRound, task_from_metadata
 from lerobot.envs.utils import sub_env_attribute
 from lerobot.envs.vector import LazyVectorEnv
 
@@ -83,25 +83,16 @@ class WholeBatchEnv:
         self.runs_action_chunks = False
         """Every step is one call of the whole vector env: no chunk travels as one message."""
 
-    def step_and_reset_at(
-        self,
-        step_ids: Sequence[int],
-        actions: Sequence[np.ndarray],
-        reset_ids: Sequence[int],
-        seeds: Sequence[int | None],
-        options: Sequence[dict | None],
-        render_ids: Sequence[int] = (),
-        blind_ids: Sequence[int] = (),
-    ) -> tuple[list[StepResult], list[tuple[Any, dict]]]:
+    def step_and_reset_at(self, round_: SlotRound) -> tuple[list[StepResult], list[tuple[Any, dict]]]:
         """`blind_ids` is ignored: a vector env built elsewhere renders what it renders."""
-        if reset_ids and step_ids:
+        if round_.reset_ids and round_.step_ids:
             raise RuntimeError(
                 "a vector env without per-slot control cannot reset some envs while others step; "
                 "run it with continuous batching off"
             )
-        if reset_ids:
-            return [], self._reset_wave(reset_ids, seeds)
-        return self._step(step_ids, actions, render_ids), []
+        if round_.reset_ids:
+            return [], self._reset_wave(round_.reset_ids, round_.seeds)
+        return self._step(round_.step_ids, round_.actions, round_.render_ids), []
 
     def _reset_wave(self, reset_ids: Sequence[int], seeds: Sequence[int | None]) -> list[tuple[Any, dict]]:
         """Reset every sub-env; those beyond this wave's episodes get the following seeds."""

@@ -13,7 +13,7 @@ sent, is an error naming the slots rather than a reply read by the wrong round o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lerobot.configs.env import TaskSpec
@@ -44,6 +44,41 @@ StepOutcomes = list["StepResult | ChunkResult | SlotFailure"]
 ResetOutcomes = list["tuple[Any, dict] | SlotFailure"]
 
 
+@dataclass(frozen=True)
+class SlotRound:
+    """What one round asks of a slot env: slots that step (one action each, or a (steps,
+    action_dim) chunk) while others reset for their next episodes (a seed and options each),
+    those of the stepping slots that render a frame, and those whose images nobody will read
+    (`step_without_images`). A slot steps or resets, never both."""
+
+    step_ids: Sequence[int] = ()
+    actions: Sequence[np.ndarray] = ()
+    reset_ids: Sequence[int] = ()
+    seeds: Sequence[int | None] = ()
+    options: Sequence[dict | None] = ()
+    render_ids: Sequence[int] = ()
+    blind_ids: Sequence[int] = ()
+
+    @property
+    def slots(self) -> list[int]:
+        """Every slot the round sends a command to."""
+        return [*self.step_ids, *self.reset_ids]
+
+    def on(self, slot_ids: Sequence[int]) -> SlotRound:
+        """The same round with slot i named `slot_ids[i]`: a group's round on its parent env."""
+
+        def renamed(ids: Sequence[int]) -> list[int]:
+            return [slot_ids[i] for i in ids]
+
+        return replace(
+            self,
+            step_ids=renamed(self.step_ids),
+            reset_ids=renamed(self.reset_ids),
+            render_ids=renamed(self.render_ids),
+            blind_ids=renamed(self.blind_ids),
+        )
+
+
 @runtime_checkable
 class SlotEnv(Protocol):
     """What the rollout loop steps in lockstep: `num_envs` slots, each stepped and reset on its
@@ -62,18 +97,9 @@ class SlotEnv(Protocol):
     """True when `step_and_reset_at` takes a (steps, action_dim) chunk for a slot and steps it
     in that slot's worker, answering a ChunkResult: one round trip per chunk, not per step."""
 
-    def step_and_reset_at(
-        self,
-        step_ids: Sequence[int],
-        actions: Sequence[np.ndarray],
-        reset_ids: Sequence[int],
-        seeds: Sequence[int | None],
-        options: Sequence[dict | None],
-        render_ids: Sequence[int] = (),
-        blind_ids: Sequence[int] = (),
-    ) -> tuple[StepOutcomes, ResetOutcomes]:
-        """Step `step_ids` and reset `reset_ids` in one round; a slot that fails answers a
-        SlotFailure. `render_ids` return a frame, `blind_ids` may skip their images."""
+    def step_and_reset_at(self, round_: SlotRound) -> tuple[StepOutcomes, ResetOutcomes]:
+        """Run a round: the outcomes of its stepping slots, then of its resetting ones; a slot
+        that fails answers a SlotFailure."""
 
     def render_at(
         self, env_ids: Sequence[int], tolerate_failures: bool = False
@@ -100,22 +126,11 @@ class SplitSlotEnv(SlotEnv, Protocol):
         """Whether a sent round runs while the caller goes on; False: it runs on send, and
         groups of slots taking turns would gain nothing."""
 
-    def send_step_and_reset_at(
-        self,
-        step_ids: Sequence[int],
-        actions: Sequence[np.ndarray],
-        reset_ids: Sequence[int],
-        seeds: Sequence[int | None],
-        options: Sequence[dict | None],
-        render_ids: Sequence[int] = (),
-        blind_ids: Sequence[int] = (),
-    ) -> None:
+    def send_step_and_reset_at(self, round_: SlotRound) -> None:
         """The first half of `step_and_reset_at`: send the round, answer nothing yet."""
 
-    def gather_step_and_reset(
-        self, step_ids: Sequence[int], reset_ids: Sequence[int]
-    ) -> tuple[StepOutcomes, ResetOutcomes]:
-        """The replies to the round last sent to these slots (waiting for them)."""
+    def gather_step_and_reset(self, round_: SlotRound) -> tuple[StepOutcomes, ResetOutcomes]:
+        """The second half: the replies to `round_`, sent last to its slots (waiting for them)."""
 
     def answered(
         self, slot_sets: Sequence[Sequence[int]], block: bool = True, gather_s: float = 0.0
@@ -191,25 +206,14 @@ class SlotGroup:
     def _global(self, env_ids: Sequence[int]) -> list[int]:
         return [self.slot_ids[env_id] for env_id in env_ids]
 
-    def step_and_reset_at(self, step_ids, actions, reset_ids, seeds, options, render_ids=(), blind_ids=()):
-        self.send_step_and_reset_at(step_ids, actions, reset_ids, seeds, options, render_ids, blind_ids)
-        return self.gather_step_and_reset(step_ids, reset_ids)
+    def step_and_reset_at(self, round_: SlotRound) -> tuple[StepOutcomes, ResetOutcomes]:
+        return self.env.step_and_reset_at(round_.on(self.slot_ids))
 
-    def send_step_and_reset_at(
-        self, step_ids, actions, reset_ids, seeds, options, render_ids=(), blind_ids=()
-    ) -> None:
-        self.env.send_step_and_reset_at(
-            self._global(step_ids),
-            actions,
-            self._global(reset_ids),
-            seeds,
-            options,
-            self._global(render_ids),
-            self._global(blind_ids),
-        )
+    def send_step_and_reset_at(self, round_: SlotRound) -> None:
+        self.env.send_step_and_reset_at(round_.on(self.slot_ids))
 
-    def gather_step_and_reset(self, step_ids, reset_ids):
-        return self.env.gather_step_and_reset(self._global(step_ids), self._global(reset_ids))
+    def gather_step_and_reset(self, round_: SlotRound) -> tuple[StepOutcomes, ResetOutcomes]:
+        return self.env.gather_step_and_reset(round_.on(self.slot_ids))
 
     def answered(self, slot_sets, block: bool = True, gather_s: float = 0.0) -> list[int]:
         return self.env.answered([self._global(ids) for ids in slot_sets], block, gather_s)

@@ -22,7 +22,7 @@ from gymnasium.vector.utils import batch_space
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.commands import StepResult, error_reply, run_command
-from lerobot.envs.slots import RepliesOwed, SlotFailure
+from lerobot.envs.slots import RepliesOwed, ResetOutcomes, SlotFailure, SlotRound, StepOutcomes
 from lerobot.envs.workers import (
     EnvFactory,
     WorkerProcess,
@@ -314,56 +314,40 @@ class LazyVectorEnv(gym.vector.VectorEnv):
         send = self._exchange if tolerate_failures else self._broadcast
         return send(env_ids, "step", _step_payloads(env_ids, actions, render_ids, blind_ids))
 
-    def step_and_reset_at(
-        self,
-        step_ids: Sequence[int],
-        actions: Sequence[np.ndarray],
-        reset_ids: Sequence[int],
-        seeds: Sequence[int | None],
-        options: Sequence[dict | None],
-        render_ids: Sequence[int] = (),
-        blind_ids: Sequence[int] = (),
-    ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
-        """Step `step_ids` and reset `reset_ids` (disjoint) in one round, failures as SlotFailures
-        (`render_ids`, `blind_ids`: as for `step_at`). A slot whose action is a (steps,
-        action_dim) chunk steps through it in its worker and answers a ChunkResult.
+    def step_and_reset_at(self, round_: SlotRound) -> tuple[StepOutcomes, ResetOutcomes]:
+        """Step the round's stepping slots and reset its resetting ones, failures as
+        SlotFailures (`render_ids`, `blind_ids`: as for `step_at`). A slot whose action is a
+        (steps, action_dim) chunk steps through it in its worker and answers a ChunkResult.
 
         Every command is sent before any reply is awaited, so with worker processes a slot
         starting its next episode resets while the others step, instead of holding them up.
         """
-        self.send_step_and_reset_at(step_ids, actions, reset_ids, seeds, options, render_ids, blind_ids)
-        return self.gather_step_and_reset(step_ids, reset_ids)
+        self.send_step_and_reset_at(round_)
+        return self.gather_step_and_reset(round_)
 
-    def send_step_and_reset_at(
-        self,
-        step_ids: Sequence[int],
-        actions: Sequence[np.ndarray],
-        reset_ids: Sequence[int],
-        seeds: Sequence[int | None],
-        options: Sequence[dict | None],
-        render_ids: Sequence[int] = (),
-        blind_ids: Sequence[int] = (),
-    ) -> None:
+    def send_step_and_reset_at(self, round_: SlotRound) -> None:
         """The first half of `step_and_reset_at`: send, answer nothing yet. The workers step
         while the caller does something else (the policy for other slots); the replies come
         with `gather_step_and_reset`. Slots in this process run their command here. Sending
         to a slot again before its replies are gathered is a SlotOrderError."""
-        self._owed.sending([*step_ids, *reset_ids])
-        commands, payloads = _step_commands(step_ids, actions, render_ids, blind_ids)
+        self._owed.sending(round_.slots)
+        commands, payloads = _step_commands(
+            round_.step_ids, round_.actions, round_.render_ids, round_.blind_ids
+        )
         resets = [
             (env_id, "reset", payload)
-            for env_id, payload in zip(reset_ids, zip(seeds, options, strict=True), strict=True)
+            for env_id, payload in zip(
+                round_.reset_ids, zip(round_.seeds, round_.options, strict=True), strict=True
+            )
         ]
-        self._send_commands([*zip(step_ids, commands, payloads, strict=True), *resets])
+        self._send_commands([*zip(round_.step_ids, commands, payloads, strict=True), *resets])
 
-    def gather_step_and_reset(
-        self, step_ids: Sequence[int], reset_ids: Sequence[int]
-    ) -> tuple[list[StepResult | SlotFailure], list[tuple[Any, dict] | SlotFailure]]:
-        """The replies to the last `send_step_and_reset_at` of these slots (a SlotOrderError
-        for slots sent nothing since their last gather)."""
-        self._owed.gathering([*step_ids, *reset_ids])
-        self._read_arrivals([*step_ids, *reset_ids])  # a worker may answer for both
-        return self._gather(step_ids), self._gather(reset_ids)
+    def gather_step_and_reset(self, round_: SlotRound) -> tuple[StepOutcomes, ResetOutcomes]:
+        """The replies to `round_`, the last one sent to its slots (a SlotOrderError for slots
+        sent nothing since their last gather)."""
+        self._owed.gathering(round_.slots)
+        self._read_arrivals(round_.slots)  # a worker may answer for both
+        return self._gather(round_.step_ids), self._gather(round_.reset_ids)
 
     def answered(
         self, slot_sets: Sequence[Sequence[int]], block: bool = True, gather_s: float = 0.0

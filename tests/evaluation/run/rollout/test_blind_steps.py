@@ -114,9 +114,9 @@ def run_watched(env, policy, episodes, settings=None, hooks=None):
     blind: list[bool] = []
     inner = env.step_and_reset_at
 
-    def watched(step_ids, actions, *args, **kwargs):
-        steps, resets = inner(step_ids, actions, *args, **kwargs)
-        rounds.append((list(step_ids), [np.asarray(a).tolist() for a in actions]))
+    def watched(round_):
+        steps, resets = inner(round_)
+        rounds.append((list(round_.step_ids), [np.asarray(a).tolist() for a in round_.actions]))
         for step in steps:
             blind.extend(not s.images for s in (step.steps if isinstance(step, ChunkResult) else [step]))
         return steps, resets

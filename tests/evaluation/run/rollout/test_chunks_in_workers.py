@@ -123,8 +123,8 @@ def run(n_envs, episodes, chunks, use_async=False, continuous=True, policy=None,
     rounds = []
     inner = env.step_and_reset_at
 
-    def counted(step_ids, actions, *args, **kwargs):
-        steps, resets = inner(step_ids, actions, *args, **kwargs)
+    def counted(round_):
+        steps, resets = inner(round_)
         rounds.append([type(step).__name__ for step in steps])
         return steps, resets
 
@@ -192,8 +192,8 @@ def test_videos_get_every_frame_of_a_chunk(tmp_path):
     frames = []
     inner = env.step_and_reset_at
 
-    def watched(*args, **kwargs):
-        steps, resets = inner(*args, **kwargs)
+    def watched(round_):
+        steps, resets = inner(round_)
         for step in steps:
             for s in step.steps if isinstance(step, ChunkResult) else [step]:
                 frames.append(s.frame is not None)

@@ -93,13 +93,13 @@ def test_the_policy_computes_one_group_while_the_others_step():
     events: list[bool] = []
     send, gather = env.send_step_and_reset_at, env.gather_step_and_reset
 
-    def sending(step_ids, actions, reset_ids, *args, **kwargs):
-        out.update(step_ids, reset_ids)
-        return send(step_ids, actions, reset_ids, *args, **kwargs)
+    def sending(round_):
+        out.update(round_.slots)
+        return send(round_)
 
-    def gathering(step_ids, reset_ids):
-        out.difference_update(step_ids, reset_ids)
-        return gather(step_ids, reset_ids)
+    def gathering(round_):
+        out.difference_update(round_.slots)
+        return gather(round_)
 
     class Watching(MovableQueueingPolicy):
         def select_action(self, batch):

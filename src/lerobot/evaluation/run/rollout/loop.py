@@ -90,17 +90,17 @@ class RolloutLoop:
                 if planned is not None:
                     # A slot whose episode just ended resets in the same round as the others
                     # step, so in worker processes its reset does not hold them up.
-                    self.apply_round(planned, *self.env.step_and_reset_at(*planned.command()))
+                    self.apply_round(planned, *self.env.step_and_reset_at(planned.slot_round()))
         return self.work.sorted_results()
 
     def send_round(self, planned: Round) -> Round:
         """Send a planned round to the slots, which step while the caller goes on; its replies
         are gathered by `collect_round`. For groups of a split env (`SplitSlotEnv`)."""
-        self.split_env().send_step_and_reset_at(*planned.command())
+        self.split_env().send_step_and_reset_at(planned.slot_round())
         return planned
 
     def collect_round(self, sent: Round) -> None:
-        self.apply_round(sent, *self.split_env().gather_step_and_reset(sent.active, sent.starting))
+        self.apply_round(sent, *self.split_env().gather_step_and_reset(sent.slot_round()))
 
     def split_env(self) -> SplitSlotEnv:
         if not isinstance(self.env, SplitSlotEnv):

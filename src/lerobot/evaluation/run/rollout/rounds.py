@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lerobot.envs.commands import ChunkResult, StepResult
+from lerobot.envs.slots import SlotRound
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.utils.errors import HarnessError, PolicyError
 
@@ -49,15 +50,21 @@ class Round:
     recorded: list[int]
     blind: list[int]
 
-    def command(self) -> tuple:
-        """The arguments of `step_and_reset_at` (or `send_step_and_reset_at`) for this round.
+    def slot_round(self) -> SlotRound:
+        """What the slot env is asked to do for this round.
 
         The episode index travels with the reset: benchmarks with fixed initial states
         (recorded init states) pick them by episode, never by slot or reset count.
         """
-        options = [{"episode_index": e} for e in self.episodes]
-        actions = [self.actions[i] for i in self.active]
-        return (self.active, actions, self.starting, self.seeds, options, self.recorded, self.blind)
+        return SlotRound(
+            step_ids=self.active,
+            actions=[self.actions[i] for i in self.active],
+            reset_ids=self.starting,
+            seeds=self.seeds,
+            options=[{"episode_index": e} for e in self.episodes],
+            render_ids=self.recorded,
+            blind_ids=self.blind,
+        )
 
     def steps_advanced(self) -> int:
         """How far the round moved the loop's step count: a chunk's longest rest, else one."""
