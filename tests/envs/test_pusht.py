@@ -34,6 +34,7 @@ def test_task_accepts_lerobots_spellings_and_rejects_others():
             "--env.obs_type='pixels': must be one of pixels_agent_pos, environment_state_agent_pos, state",
         ),
         ({"observation_height": 0}, "--env.observation_height=0: must be an integer >= 1"),
+        ({"visualization_width": 64}, "--env.visualization_width=64: must be an integer >= 96"),
         ({"episode_length": 0}, "--env.episode_length=0: must be an integer >= 1"),
     ],
 )
