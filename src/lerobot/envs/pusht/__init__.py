@@ -103,6 +103,16 @@ class PushtEnvConfig(EnvConfig):
         self.task = resolve_task(self.task)
         check_installed()
 
+    @classmethod
+    def tiny_config(cls) -> PushtEnvConfig:
+        return cls(
+            observation_height=32,
+            observation_width=32,
+            visualization_height=MIN_VISUALIZATION_SIZE,
+            visualization_width=MIN_VISUALIZATION_SIZE,
+            episode_length=3,
+        )
+
     def task_groups(self) -> dict[str, list[str]]:
         """One group named after the benchmark, as LeRobot's eval names it (`pusht`, task 0), so
         eval_info.json and the video folder (`videos/pusht_0/`) are laid out as LeRobot's."""
