@@ -201,19 +201,15 @@ def declares_steps_without_images(cfg: EnvConfig, task: TaskSpec) -> bool:
         env.close()
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        # One xdist worker runs a type's tests (`--dist loadgroup`), so its episode runs once.
-        pytest.param(
-            env_type, id=env_type, marks=[pytest.mark.slow, pytest.mark.xdist_group(f"contract-{env_type}")]
-        )
-        for env_type in ENV_TYPES
-    ],
-)
-def run(request) -> ContractRun:
-    """The type's tiny episode, shared by its tests below."""
-    return run_tiny_episode(request.param)
+@pytest.mark.slow
+@pytest.mark.parametrize("env_type", ENV_TYPES)
+def test_the_env_contract_on_the_real_simulator(env_type, subtests):
+    """One tiny episode, then each clause of the contract on what it returned, reported on its
+    own (`SUBFAILED[<clause>]`): one run per benchmark, a LIBERO scene costing seconds to build."""
+    run = run_tiny_episode(env_type)
+    for clause in SIMULATOR_CLAUSES:
+        with subtests.test(clause.__name__):
+            clause(run)
 
 
 def fixed_actions(space: gym.spaces.Space, n: int) -> list[np.ndarray]:
@@ -223,7 +219,7 @@ def fixed_actions(space: gym.spaces.Space, n: int) -> list[np.ndarray]:
     return [space.sample() for _ in range(n)]
 
 
-def test_policy_features_are_the_batch_a_reset_becomes(run):
+def policy_features_are_the_batch_a_reset_becomes(run: ContractRun) -> None:
     """What lerobot-eval checks a checkpoint against before anything starts must be what the
     policy then receives: the keys, shapes and dtypes of `observation_to_batch`."""
     observations = [obs for obs, _ in run.resets]
@@ -240,7 +236,7 @@ def test_policy_features_are_the_batch_a_reset_becomes(run):
     }
 
 
-def test_two_envs_reset_with_one_seed_and_stepped_alike_agree(run):
+def two_envs_reset_with_one_seed_and_stepped_alike_agree(run: ContractRun) -> None:
     (first, _), (second, _) = run.resets
     assert_same(first, second)
     for k, (in_process, in_worker) in enumerate(run.steps):
@@ -254,20 +250,20 @@ def test_two_envs_reset_with_one_seed_and_stepped_alike_agree(run):
         assert_same(in_process.info, in_worker.info)
 
 
-def test_a_reset_with_the_seed_starts_the_same_episode_whatever_ran_before(run):
+def a_reset_with_the_seed_starts_the_same_episode_whatever_ran_before(run: ContractRun) -> None:
     """The rollout reuses an env for episode after episode: episode e's start depends on its
     seed alone, and so does its result, on any batch size."""
     (first, _), (again, _) = run.resets[1], run.reset_again
     assert_same(first, again)
 
 
-def test_every_step_reports_is_success(run):
+def every_step_reports_is_success(run: ContractRun) -> None:
     for k, results in enumerate(run.steps):
         for result in results:
             assert isinstance(result.info.get("is_success"), bool | np.bool_), f"step {k}: {result.info}"
 
 
-def test_the_episode_is_truncated_at_the_step_limit(run):
+def the_episode_is_truncated_at_the_step_limit(run: ContractRun) -> None:
     limit = run.task.max_steps
     assert run.stated_limits == (limit, limit)
     ended = [[r.terminated or r.truncated for r in results] for results in run.steps]
@@ -275,7 +271,7 @@ def test_the_episode_is_truncated_at_the_step_limit(run):
     assert [r.truncated for r in run.steps[-1]] == [True, True]
 
 
-def test_a_step_without_images_is_the_same_step_with_black_images(run):
+def a_step_without_images_is_the_same_step_with_black_images(run: ContractRun) -> None:
     """Where the env declares `step_without_images`, the blind step's observation is the normal
     one but for its camera images, which are black; `render()` after it still shows the real
     view and the next step renders again. Where it declares none, the step is a normal one."""
@@ -292,9 +288,20 @@ def test_a_step_without_images_is_the_same_step_with_black_images(run):
     assert_same(*(result.observation for result in run.steps[BLIND_STEP + 1]))
 
 
-def test_close_leaves_no_process(run):
+def close_leaves_no_process(run: ContractRun) -> None:
     assert run.worker_processes, "the vector env started no worker process"
     assert run.running_after_close == set()
+
+
+SIMULATOR_CLAUSES = (
+    policy_features_are_the_batch_a_reset_becomes,
+    two_envs_reset_with_one_seed_and_stepped_alike_agree,
+    a_reset_with_the_seed_starts_the_same_episode_whatever_ran_before,
+    every_step_reports_is_success,
+    the_episode_is_truncated_at_the_step_limit,
+    a_step_without_images_is_the_same_step_with_black_images,
+    close_leaves_no_process,
+)
 
 
 # --- helpers -------------------------------------------------------------------------------
