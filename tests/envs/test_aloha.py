@@ -68,8 +68,9 @@ def test_defaults_follow_lerobot_and_the_factory_is_lazy():
     assert AlohaEnv("AlohaInsertion-v0")._sim is None
 
 
-@pytest.mark.parametrize("obs_type", ["pixels_agent_pos", "pixels", "state"])
+@pytest.mark.parametrize("obs_type", ["pixels", "state"])
 def test_observations_match_the_config_spaces_and_features(obs_type):
+    """The observation types tests/envs/test_contract.py does not run (it runs the default)."""
     cfg = AlohaEnvConfig(task="AlohaInsertion-v0", obs_type=obs_type, **TINY)
     env = cfg.env_factory("AlohaInsertion-v0")()
     try:
@@ -88,15 +89,13 @@ def test_observations_match_the_config_spaces_and_features(obs_type):
         env.close()
 
 
-def test_seed_places_the_objects_and_episode_length_truncates():
-    env = AlohaEnv("AlohaTransferCube-v0", obs_type="state", episode_length=2)
+def test_the_seed_places_the_objects():
+    """Another seed, another placement, within gym-aloha's ranges. (The same seed, the same
+    start, whatever ran before: tests/envs/test_contract.py.)"""
+    env = AlohaEnv("AlohaTransferCube-v0", obs_type="state")
     try:
         first, _ = env.reset(seed=3)
-        hold = first["agent_pos"]
-        assert [env.step(hold)[3] for _ in range(2)] == [False, True]
         other, _ = env.reset(seed=4)
-        again, _ = env.reset(seed=3)
-        np.testing.assert_array_equal(first["environment_state"], again["environment_state"])
         assert not np.array_equal(first["environment_state"], other["environment_state"])
         cube = first["environment_state"]
         assert 0.0 <= cube[0] <= 0.2 and 0.4 <= cube[1] <= 0.6 and not cube[7:].any()
@@ -170,26 +169,19 @@ def first_frames(env: AlohaEnv, seed: int, actions: np.ndarray, n: int) -> list[
         env.close()
 
 
-def test_a_step_without_images_simulates_the_same_and_renders_nothing(monkeypatch):
-    """Same joints, state, reward and flags as a normal step, a black image, no render; and
-    render() afterwards still shows the real view."""
-    seeing, blind = AlohaEnv("AlohaInsertion-v0", **TINY), AlohaEnv("AlohaInsertion-v0", **TINY)
+def test_a_step_without_images_renders_nothing(monkeypatch):
+    """What the blind step saves: the camera render. (That it simulates the same step, with a
+    black image, and that render() still shows the real view: tests/envs/test_contract.py.)"""
+    env = AlohaEnv("AlohaInsertion-v0", **TINY)
     try:
-        first, _ = seeing.reset(seed=2)
-        blind.reset(seed=2)
+        first, _ = env.reset(seed=2)
         renders = []
         original = AlohaEnv.render
         monkeypatch.setattr(AlohaEnv, "render", lambda self: renders.append(self) or original(self))
-        action = first["agent_pos"] + 0.05
-        for _ in range(3):
-            expected, got = seeing.step(action), blind.step_without_images(action)
-            for key in ("agent_pos", "environment_state"):
-                np.testing.assert_array_equal(expected[0][key], got[0][key])
-            assert expected[1:] == got[1:]
-            image = got[0]["pixels"]["top"]
-            assert image.shape == expected[0]["pixels"]["top"].shape and not image.any()
-        assert blind not in renders
-        np.testing.assert_array_equal(blind.render(), seeing.render())
+        for _ in range(2):
+            env.step_without_images(first["agent_pos"] + 0.05)
+        assert renders == []
+        env.step(first["agent_pos"])
+        assert renders == [env]
     finally:
-        seeing.close()
-        blind.close()
+        env.close()

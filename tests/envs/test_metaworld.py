@@ -99,18 +99,13 @@ def test_factory_is_lazy_and_knows_spaces_without_a_simulator():
     assert single._sim is None  # constructing an env builds no simulator
 
 
-def test_default_observation_matches_lerobot_keys(metaworld):
-    cfg = MetaworldEnvConfig(task="push-v3", **SMALL)
-    env = cfg.env_factory("push-v3")()
+def test_agent_pos_is_the_hand_position_and_gripper_opening(metaworld):
+    """The 4-d state of LeRobot's Meta-World data: the first four entries of the full state.
+    (Keys, shapes and dtypes against `policy_features()`: tests/envs/test_contract.py.)"""
+    env = MetaworldEnvConfig(task="push-v3", **SMALL).env_factory("push-v3")()
     try:
-        obs, info = env.reset(seed=0)
-        assert env.observation_space.contains(obs)
-        assert obs["pixels"].dtype == np.uint8 and obs["agent_pos"].shape == (4,)
+        obs, _ = env.reset(seed=0)
         np.testing.assert_array_equal(obs["agent_pos"], obs["environment_state"][:4])
-        batch = observation_to_batch({k: v[None] for k, v in obs.items()})
-        assert set(batch) == set(cfg.policy_features()) - {"action"}
-        assert batch["observation.image"].shape == (1, 3, 64, 64)
-        assert batch["observation.image"].min() >= 0.0 and batch["observation.image"].max() <= 1.0
         assert env.task_description == "Push the puck to a goal"
     finally:
         env.close()
@@ -161,26 +156,13 @@ def test_corner2_is_upright_and_pixel_identical_to_metaworld_rendering(metaworld
         env.close()
 
 
-def test_same_seed_same_initial_state_even_after_other_episodes(metaworld):
+def test_another_seed_places_object_and_goal_elsewhere(metaworld):
+    """(The same seed giving the same start, whatever ran before: tests/envs/test_contract.py.)"""
     env = MetaworldEnv("pick-place-v3", obs_type="state")
     try:
         first, _ = env.reset(seed=11)
-        for _ in range(5):
-            env.step(env.action_space.sample())
         other, _ = env.reset(seed=12)
-        again, _ = env.reset(seed=11)
-        np.testing.assert_array_equal(first["environment_state"], again["environment_state"])
         assert not np.array_equal(first["environment_state"], other["environment_state"])
-    finally:
-        env.close()
-
-
-def test_episode_length_truncates(metaworld):
-    env = MetaworldEnv("reach-v3", obs_type="state", episode_length=3)
-    try:
-        env.reset(seed=0)
-        flags = [env.step(np.zeros(4, np.float32))[3] for _ in range(3)]
-        assert flags == [False, False, True]
     finally:
         env.close()
 
@@ -232,29 +214,21 @@ def test_a_single_camera_name_or_a_comma_list_is_accepted():
     assert MetaworldEnvConfig(camera_names="[corner2,topview]").camera_names == ["corner2", "topview"]
 
 
-def test_a_step_without_images_simulates_the_same_and_renders_nothing(metaworld, monkeypatch):
-    """The blind step skips the render only: same state, reward and flags as a normal step,
-    black images, and a render() afterwards still shows the real view."""
-    seeing = MetaworldEnv("push-v3", observation_height=64, observation_width=64)
-    blind = MetaworldEnv("push-v3", observation_height=64, observation_width=64)
+def test_a_step_without_images_renders_nothing(metaworld, monkeypatch):
+    """What the blind step saves: the camera render. (That it simulates the same step, with
+    black images, and that render() still shows the real view: tests/envs/test_contract.py.)"""
+    env = MetaworldEnv("push-v3", observation_height=64, observation_width=64)
     try:
-        seeing.reset(seed=4)
-        blind.reset(seed=4)
+        env.reset(seed=4)
         renders = []
         original = MetaworldEnv._render_camera
         monkeypatch.setattr(
-            MetaworldEnv, "_render_camera", lambda self, cam: renders.append(self) or original(self, cam)
+            MetaworldEnv, "_render_camera", lambda self, cam: renders.append(cam) or original(self, cam)
         )
-        actions = np.random.default_rng(1).uniform(-1, 1, (4, 4)).astype(np.float32)
-        for action in actions:
-            expected, got = seeing.step(action), blind.step_without_images(action)
-            np.testing.assert_array_equal(expected[0]["environment_state"], got[0]["environment_state"])
-            np.testing.assert_array_equal(expected[0]["agent_pos"], got[0]["agent_pos"])
-            assert expected[1:] == got[1:]
-            assert got[0]["pixels"].shape == expected[0]["pixels"].shape and not got[0]["pixels"].any()
-        assert blind not in renders
-        np.testing.assert_array_equal(blind.render(), seeing.render())
-        assert blind.step(actions[0])[0]["pixels"].any()  # the next normal step renders again
+        for action in np.random.default_rng(1).uniform(-1, 1, (2, 4)).astype(np.float32):
+            env.step_without_images(action)
+        assert renders == []
+        env.step(np.zeros(4, np.float32))
+        assert renders == ["corner2"]
     finally:
-        seeing.close()
-        blind.close()
+        env.close()

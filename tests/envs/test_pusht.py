@@ -34,6 +34,7 @@ def test_task_accepts_lerobots_spellings_and_rejects_others():
             "--env.obs_type='pixels': must be one of pixels_agent_pos, environment_state_agent_pos, state",
         ),
         ({"observation_height": 0}, "--env.observation_height=0: must be an integer >= 1"),
+        ({"visualization_width": 64}, "--env.visualization_width=64: must be an integer >= 96"),
         ({"episode_length": 0}, "--env.episode_length=0: must be an integer >= 1"),
     ],
 )
@@ -56,8 +57,9 @@ def test_defaults_follow_lerobot_and_the_factory_is_lazy():
     assert PushtEnv()._sim is None
 
 
-@pytest.mark.parametrize("obs_type", [*OBS_TYPES, "state"])
+@pytest.mark.parametrize("obs_type", ["environment_state_agent_pos", "state"])
 def test_observations_match_the_config_spaces_and_features(obs_type):
+    """The observation types tests/envs/test_contract.py does not run (it runs the default)."""
     cfg = PushtEnvConfig(obs_type=obs_type)
     env = cfg.env_factory("PushT-v0")()
     try:
@@ -69,28 +71,6 @@ def test_observations_match_the_config_spaces_and_features(obs_type):
         expected = {k: v.shape for k, v in cfg.policy_features().items() if k != "action"}
         assert {k: tuple(v.shape[1:]) for k, v in batch.items()} == expected
         assert env.render().shape == (384, 384, 3)
-    finally:
-        env.close()
-
-
-def test_same_seed_same_start_whatever_ran_before():
-    env = PushtEnv(obs_type="environment_state_agent_pos")
-    try:
-        first, _ = env.reset(seed=5)
-        for _ in range(3):
-            env.step(np.array([100.0, 400.0], np.float32))
-        env.reset(seed=6)
-        again, _ = env.reset(seed=5)
-        np.testing.assert_array_equal(first["environment_state"], again["environment_state"])
-    finally:
-        env.close()
-
-
-def test_episode_length_truncates():
-    env = PushtEnv(obs_type="state", episode_length=2)
-    try:
-        env.reset(seed=0)
-        assert [env.step(np.array([10.0, 10.0], np.float32))[3] for _ in range(2)] == [False, True]
     finally:
         env.close()
 

@@ -125,6 +125,15 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     def type(self) -> str:
         return self.get_choice_name(self.__class__)
 
+    @classmethod
+    def tiny_config(cls) -> EnvConfig:
+        """The benchmark at its least cost with its simulator still running for real: one cheap
+        task, small camera images, episodes of a few steps (at least 3). tests/envs/test_contract.py
+        holds every registered `--env.type` to the env contract with it, so a benchmark states
+        its own cheap settings here, beside its fields, and needs no line in the test.
+        Default: the default config."""
+        return cls()
+
     @property
     def fork_server_preload(self) -> tuple[str, ...]:
         """What the env workers' fork server imports before it forks any: the simulator

@@ -96,6 +96,10 @@ class AlohaEnvConfig(EnvConfig):
         self._tasks = resolve_tasks(self.task)
         check_installed()
 
+    @classmethod
+    def tiny_config(cls) -> AlohaEnvConfig:
+        return cls(task="AlohaTransferCube-v0", observation_height=24, observation_width=32, episode_length=3)
+
     def task_groups(self) -> dict[str, list[str]]:
         """One group named after the benchmark, as LeRobot's eval names it (`aloha`); a task's
         id is its position in `--env.task`, so a one-task run is `aloha` task 0, as in LeRobot."""

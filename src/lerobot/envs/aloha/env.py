@@ -49,6 +49,7 @@ class AlohaEnv(StepsWithoutImages, gym.Env):
         self.obs_type = obs_type
         self.height, self.width = observation_height, observation_width
         self.episode_length = episode_length
+        self._max_episode_steps = episode_length  # where LeRobot's rollout reads the limit
         self.render_mode = "rgb_array"
         self.observation_space = build_observation_space(obs_type, observation_height, observation_width)
         self.action_space = build_action_space()

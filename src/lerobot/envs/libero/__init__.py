@@ -117,6 +117,17 @@ class LiberoEnvConfig(EnvConfig):
         self._selected_tasks = self._select_tasks()
         check_installed()
 
+    @classmethod
+    def tiny_config(cls) -> LiberoEnvConfig:
+        return cls(
+            task="libero_spatial",
+            task_ids=[0],
+            observation_height=32,
+            observation_width=32,
+            episode_length=3,
+            num_settle_steps=1,
+        )
+
     def _select_tasks(self) -> dict[str, dict[int, str]]:
         """{suite: {task_id: task name}} that `--env.task` and `--env.task_ids` select."""
         return select_tasks(resolve_suites(self.task), self.task_ids)

@@ -28,7 +28,7 @@ suites.json, no LIBERO import), `catalog` how that file is made from the install
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lerobot.configs.env import EnvConfig, Perturbation
@@ -48,6 +48,12 @@ class LiberoProEnvConfig(LiberoEnvConfig):
     task: str = "ood_language"
     """LIBERO-PRO suites (e.g. libero_goal_swap), families (ood_language, ood_object,
     ood_spatial_relation, ood_task) or standard LIBERO suites, comma separated."""
+
+    @classmethod
+    def tiny_config(cls) -> LiberoProEnvConfig:
+        """LIBERO's tiny settings on a perturbed suite: its task names and env arguments are
+        LIBERO-PRO's own."""
+        return replace(super().tiny_config(), task="libero_spatial_swap")
 
     @property
     def format_type(self) -> str:

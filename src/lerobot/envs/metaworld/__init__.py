@@ -88,6 +88,10 @@ class MetaworldEnvConfig(EnvConfig):
             raise ConfigError(f"--env.episode_length={self.episode_length}: must be in 1..{MAX_PATH_LENGTH}")
         self.task_groups()  # reject unknown tasks now, before anything starts
 
+    @classmethod
+    def tiny_config(cls) -> MetaworldEnvConfig:
+        return cls(task="reach-v3", observation_height=32, observation_width=32, episode_length=3)
+
     def task_groups(self) -> dict[str, list[str]]:
         return resolve_task_groups(self.task)
 

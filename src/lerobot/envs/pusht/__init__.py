@@ -42,6 +42,7 @@ from lerobot.envs.pusht.tasks import (
     EPISODE_LENGTH,
     FPS,
     KEYPOINTS_DIM,
+    MIN_VISUALIZATION_SIZE,
     OBS_TYPES,
     STATE_DIM,
     TASK,
@@ -82,25 +83,35 @@ class PushtEnvConfig(EnvConfig):
     observation_width: int = 96
     """Width of the `pixels` image the policy sees."""
     visualization_height: int = 384
-    """Height of the video frames (LeRobot's setting)."""
+    """Height of the video frames (LeRobot's setting; at least 96)."""
     visualization_width: int = 384
-    """Width of the video frames (LeRobot's setting)."""
+    """Width of the video frames (LeRobot's setting; at least 96)."""
     episode_length: int = EPISODE_LENGTH
     """Step limit per episode."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
-        for flag in (
-            "observation_height",
-            "observation_width",
-            "visualization_height",
-            "visualization_width",
-            "episode_length",
+        for flag, low in (
+            ("observation_height", 1),
+            ("observation_width", 1),
+            ("visualization_height", MIN_VISUALIZATION_SIZE),
+            ("visualization_width", MIN_VISUALIZATION_SIZE),
+            ("episode_length", 1),
         ):
-            require_at_least(f"--env.{flag}", getattr(self, flag), 1)
+            require_at_least(f"--env.{flag}", getattr(self, flag), low)
         self.task = resolve_task(self.task)
         check_installed()
+
+    @classmethod
+    def tiny_config(cls) -> PushtEnvConfig:
+        return cls(
+            observation_height=32,
+            observation_width=32,
+            visualization_height=MIN_VISUALIZATION_SIZE,
+            visualization_width=MIN_VISUALIZATION_SIZE,
+            episode_length=3,
+        )
 
     def task_groups(self) -> dict[str, list[str]]:
         """One group named after the benchmark, as LeRobot's eval names it (`pusht`, task 0), so

@@ -47,6 +47,7 @@ class PushtEnv(gym.Env):
         self.observation_height, self.observation_width = observation_height, observation_width
         self.visualization_height, self.visualization_width = visualization_height, visualization_width
         self.episode_length = episode_length
+        self._max_episode_steps = episode_length  # where LeRobot's rollout reads the limit
         self.render_mode = "rgb_array"
         self.observation_space = build_observation_space(obs_type, observation_height, observation_width)
         self.action_space = build_action_space()

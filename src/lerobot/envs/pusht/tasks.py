@@ -16,6 +16,9 @@ AGENT_POS_DIM = 2
 STATE_DIM = 5
 KEYPOINTS_DIM = 16
 WORKSPACE_SIZE = 512.0
+MIN_VISUALIZATION_SIZE = 96
+"""The smallest video frame gym-pusht can draw: it marks the action with a cross `size // 96`
+pixels thick, and OpenCV refuses a thickness of 0."""
 ObsType = Literal["pixels_agent_pos", "environment_state_agent_pos", "state"]
 OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "environment_state_agent_pos", "state")
 
