@@ -43,7 +43,7 @@ import transformers.models.siglip.modeling_siglip  # imported by every π load, 
 import lerobot.policies
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.factory import get_policy_class
-import lerobot.policies.pi.gemma, lerobot.policies.pi.loading
+import lerobot.policies.pi.gemma, lerobot.policies.pi.modeling
 def peak_kib():
     return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
 directory = Path(sys.argv[1])

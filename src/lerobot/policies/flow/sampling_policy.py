@@ -1,27 +1,84 @@
-"""What SmolVLA, π0 and π0.5 do between the rollout and their sampler, written once.
+"""What SmolVLA, π0 and π0.5 do between the rollout and their network, written once.
 
 Each batch row keeps its own queue of actions and its own seeded noise; rows whose queue ran
 out sample a chunk together, and while every row is inside a chunk the rollout need not build
-a batch at all. Subclasses create `_queue` and `_noise` and say where noise lives
-(`_draw_noise`); `predict_action_chunk` is theirs.
+a batch at all. A checkpoint is built on the meta device and streamed into storage on its
+target device. Subclasses build the network (`build_network`, a `FlowMatchingNetwork`) and turn
+a batch into its inputs (`prepare_images`, `prepare_state`); `forward` (the loss) is theirs.
 """
 
 from __future__ import annotations
 
+import abc
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from lerobot.configs.checkpoint import WEIGHTS_FILE, CheckpointError
+from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
 from lerobot.policies.flow.matching import RowNoise
+from lerobot.policies.flow.network import FlowMatchingNetwork
+from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.utils.constants import OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS
 
 
 class FlowSamplingPolicy(PreTrainedPolicy):
-    _queue: RowActionQueue
-    _noise: RowNoise
+    model: FlowMatchingNetwork
+
+    def __init__(self, config: PreTrainedConfig):
+        super().__init__(config)
+        config.add_empty_camera_features()
+        self.model = self.build_network(config)
+        self._queue = RowActionQueue()
+        self._noise = RowNoise()
+
+    @abc.abstractmethod
+    def build_network(self, config: PreTrainedConfig) -> FlowMatchingNetwork:
+        """The type's network, freshly initialised."""
+
+    @abc.abstractmethod
+    def prepare_images(self, batch: dict[str, Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+        """The cameras as the network reads them (in [-1, 1]), and which rows hold each."""
+
+    @abc.abstractmethod
+    def prepare_state(self, batch: dict[str, Tensor]) -> Tensor:
+        """The state as the network reads it, zero-padded to max_state_dim."""
+
+    # -- loading ------------------------------------------------------------------------------
+
+    @classmethod
+    def load_checkpoint(
+        cls, directory: Path, config: PreTrainedConfig, device: torch.device, strict: bool
+    ) -> FlowSamplingPolicy:
+        """Built on `device` and filled tensor by tensor (every name must match, whatever
+        `strict` says): host memory never holds a second copy of weights that run to
+        gigabytes (π: 4.1 B parameters)."""
+        with torch.device("meta"):
+            policy = cls.for_checkpoint(config)
+        to_empty_keeping_ties(policy, device)
+        policy.restore_unsaved_buffers()
+        try:
+            load_streaming(policy, directory / WEIGHTS_FILE)
+        except (WeightsError, OSError, json.JSONDecodeError) as exc:
+            raise CheckpointError(f"--policy.path={directory}: {WEIGHTS_FILE} {exc}") from None
+        policy.eval()
+        return policy
+
+    @classmethod
+    def for_checkpoint(cls, config: PreTrainedConfig) -> FlowSamplingPolicy:
+        """The policy whose every weight a checkpoint gives (built on the meta device)."""
+        return cls(config)
+
+    def restore_unsaved_buffers(self) -> None:
+        """Set again the buffers a checkpoint does not hold, which `to_empty` left empty."""
+
+    # -- the rows -----------------------------------------------------------------------------
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Forget the queued actions of `env_ids` (all rows when None); reseed their noise."""
@@ -52,6 +109,8 @@ class FlowSamplingPolicy(PreTrainedPolicy):
         """Rows at the end of their chunk: the others take queued actions."""
         return self._queue.empty_rows(n_rows)
 
+    # -- sampling -----------------------------------------------------------------------------
+
     @torch.no_grad()
     def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
         """The next action of every row; rows whose queue ran out sample a chunk together.
@@ -66,5 +125,32 @@ class FlowSamplingPolicy(PreTrainedPolicy):
             self._queue.fill(rows, chunk[:, : self.config.n_action_steps], n_rows)
         return self._queue.pop()
 
+    @torch.no_grad()
+    def predict_action_chunk(
+        self, batch: dict[str, Tensor], noise: Tensor | None = None, **_: object
+    ) -> Tensor:
+        """(B, chunk_size, action_dim) normalised actions; noise from torch's generator if None."""
+        self.eval()
+        images, image_masks = self.prepare_images(batch)
+        actions = self.sample_chunk(
+            images,
+            image_masks,
+            batch[OBS_LANGUAGE_TOKENS],
+            batch[OBS_LANGUAGE_ATTENTION_MASK],
+            self.prepare_state(batch),
+            noise,
+        )
+        return self.adapt_actions(actions[:, :, : self.config.action_feature.shape[0]].float())
+
+    def sample_chunk(self, *inputs: Any) -> Tensor:
+        """The network's `sample_actions`; a type may run it otherwise (compiled, autocast)."""
+        return self.model.sample_actions(*inputs)
+
+    def adapt_actions(self, actions: Tensor) -> Tensor:
+        """The actions in the env's conventions: as sampled, unless a type converts them."""
+        return actions
+
     def _draw_noise(self, rows: Sequence[int], batch: dict[str, Tensor]) -> Tensor | None:
-        raise NotImplementedError
+        """Rows' own seeded noise (None: no row is seeded, the network draws it)."""
+        shape = (self.config.chunk_size, self.config.max_action_dim)
+        return self._noise.draw(rows, shape, batch[OBS_LANGUAGE_TOKENS].device)

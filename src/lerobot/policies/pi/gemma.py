@@ -293,8 +293,12 @@ class PaliGemmaWithExpert(nn.Module):
     def joint_forward(
         self, prefix: Tensor, suffix: Tensor, mask: Tensor, positions: Tensor, cond: Tensor | None
     ) -> Tensor:
-        """VLM and expert together without a cache (training); the expert's normed output."""
-        hidden = [prefix, suffix]
+        """VLM and expert together without a cache (training); the expert's normed output.
+
+        Both parts enter in the VLM's first layer's dtype (LeRobot's bfloat16 layout casts them).
+        """
+        first = self.language_model.layers[0]
+        hidden = [_to_layer_dtype(prefix, first), _to_layer_dtype(suffix, first)]
         conds = [None, cond]
         for pair in zip(self.language_model.layers, self.expert.layers, strict=True):
             if self.gradient_checkpointing and self.training:

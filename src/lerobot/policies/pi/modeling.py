@@ -25,27 +25,18 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Sequence
 from contextlib import nullcontext
-from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
-from lerobot.policies.action_queue import RowActionQueue
-from lerobot.policies.flow.matching import (
-    RowNoise,
-    euler_integrate,
-    make_att_2d_masks,
-    pad_vector,
-    sample_noise,
-    sample_time,
-    sinusoidal_time_embedding,
-)
+from lerobot.policies.flow.matching import pad_vector, sample_time, sinusoidal_time_embedding
+from lerobot.policies.flow.network import FlowMatchingNetwork, TokenSequence
 from lerobot.policies.flow.sampling_policy import FlowSamplingPolicy
 from lerobot.policies.pi.configuration import GEMMA_VARIANTS, PiFlowConfig
-from lerobot.policies.pi.gemma import Cache, PaliGemmaWithExpert, additive_mask
+from lerobot.policies.pi.gemma import PaliGemmaWithExpert, additive_mask
 from lerobot.utils.constants import ACTION, OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS, OBS_STATE
 
 logger = logging.getLogger(__name__)
@@ -62,10 +53,6 @@ class PiFlowPolicy(FlowSamplingPolicy):
 
     def __init__(self, config: PiFlowConfig):
         super().__init__(config)
-        config.add_empty_camera_features()
-        self.model = self.network_class()(config)
-        self._queue = RowActionQueue()
-        self._noise = RowNoise()
         self._sample = self.model.sample_actions
         if config.compile_model:
             self._sample = self._compiled_sampler()
@@ -75,33 +62,11 @@ class PiFlowPolicy(FlowSamplingPolicy):
     def network_class() -> type[PiFlowMatching]:
         """The type's network (its suffix)."""
 
-    @classmethod
-    def load_checkpoint(
-        cls, directory: Path, config: PiFlowConfig, device: torch.device, strict: bool
-    ) -> PiFlowPolicy:
-        """Built on `device` and filled tensor by tensor (every name must match, whatever
-        `strict` says): host memory never holds a second copy of the 4.1 B parameters."""
-        from lerobot.policies.pi.loading import load_pi_policy
+    def build_network(self, config: PiFlowConfig) -> PiFlowMatching:
+        return self.network_class()(config)
 
-        return load_pi_policy(cls, directory, config, device)
-
-    @torch.no_grad()
-    def predict_action_chunk(
-        self, batch: dict[str, Tensor], noise: Tensor | None = None, **_: object
-    ) -> Tensor:
-        """(B, chunk_size, action_dim) normalised actions; noise from torch's generator if None."""
-        self.eval()
-        images, image_masks = self.prepare_images(batch)
-        with self._amp():
-            actions = self._sample(
-                images,
-                image_masks,
-                batch[OBS_LANGUAGE_TOKENS],
-                batch[OBS_LANGUAGE_ATTENTION_MASK],
-                self.prepare_state(batch),
-                noise,
-            )
-        return actions[:, :, : self.config.action_feature.shape[0]].float()
+    def restore_unsaved_buffers(self) -> None:
+        self.model.paligemma_with_expert.reset_buffers()
 
     def forward(
         self,
@@ -115,10 +80,6 @@ class PiFlowPolicy(FlowSamplingPolicy):
         sample). Noise, then time, are drawn from torch's generator if None, as LeRobot does."""
         images, image_masks = self.prepare_images(batch)
         actions = pad_vector(batch[ACTION], self.config.max_action_dim)
-        if noise is None:
-            noise = sample_noise(actions.shape, actions.device)
-        if time is None:
-            time = self.sample_time(actions.shape[0], actions.device)
         losses = self.model(
             images,
             image_masks,
@@ -134,17 +95,6 @@ class PiFlowPolicy(FlowSamplingPolicy):
         loss = losses.mean(dim=(1, 2)) if reduction == "none" else losses.mean()
         info["loss"] = float(loss.detach().mean())
         return loss, info
-
-    def sample_time(self, n_rows: int, device: torch.device) -> Tensor:
-        c = self.config
-        return sample_time(
-            n_rows,
-            device,
-            alpha=c.time_sampling_beta_alpha,
-            beta=c.time_sampling_beta_beta,
-            scale=c.time_sampling_scale,
-            offset=c.time_sampling_offset,
-        )
 
     def prepare_state(self, batch: dict[str, Tensor]) -> Tensor:
         """The last state step, zero-padded to max_state_dim."""
@@ -173,9 +123,10 @@ class PiFlowPolicy(FlowSamplingPolicy):
             masks.append(torch.zeros_like(masks[-1]))
         return images, masks
 
-    def _draw_noise(self, rows: Sequence[int], batch: dict[str, Tensor]) -> Tensor | None:
-        shape = (self.config.chunk_size, self.config.max_action_dim)
-        return self._noise.draw(rows, shape, batch[OBS_LANGUAGE_TOKENS].device)
+    def sample_chunk(self, *inputs: Any) -> Tensor:
+        """Through torch.compile with compile_model; under bfloat16 autocast with use_amp."""
+        with self._amp():
+            return self._sample(*inputs)
 
     def _amp(self):
         """`--policy.use_amp=true` on CUDA: bfloat16 autocast (Gemma overflows float16)."""
@@ -194,10 +145,11 @@ class PiFlowPolicy(FlowSamplingPolicy):
         return torch.compile(self.model.sample_actions, mode=self.config.compile_mode, dynamic=True)
 
 
-class PiFlowMatching(nn.Module, abc.ABC):
+class PiFlowMatching(FlowMatchingNetwork):
     """The π network: PaliGemma with its expert, and the projections around them; each type
     adds the time (and maybe state) projections of its suffix (`add_time_projections`,
-    `embed_suffix`)."""
+    `embed_suffix`). Sampling and the loss are flow/'s (`FlowMatchingNetwork`), over an
+    additive attention mask."""
 
     def __init__(self, config: PiFlowConfig):
         super().__init__()
@@ -220,6 +172,28 @@ class PiFlowMatching(nn.Module, abc.ABC):
     def add_time_projections(self, config: PiFlowConfig, width: int) -> None:
         """The layers that bring the time (and the state) into the suffix."""
 
+    @property
+    def backbone(self) -> PaliGemmaWithExpert:
+        return self.paligemma_with_expert
+
+    @property
+    def num_denoising_steps(self) -> int:
+        return self.config.num_inference_steps
+
+    def attention_mask(self, allowed: Tensor) -> Tensor:
+        return additive_mask(allowed)
+
+    def sample_time(self, n_rows: int, device: torch.device) -> Tensor:
+        c = self.config
+        return sample_time(
+            n_rows,
+            device,
+            alpha=c.time_sampling_beta_alpha,
+            beta=c.time_sampling_beta_beta,
+            scale=c.time_sampling_scale,
+            offset=c.time_sampling_offset,
+        )
+
     def set_requires_grad(self) -> None:
         """LeRobot's fine-tuning switches: what the optimizer may change."""
         paligemma = self.paligemma_with_expert.paligemma
@@ -238,89 +212,19 @@ class PiFlowMatching(nn.Module, abc.ABC):
             paligemma.eval()
         return self
 
-    # -- inference ---------------------------------------------------------------------------
-
-    def sample_actions(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-        noise: Tensor | None = None,
-    ) -> Tensor:
-        """Euler integration of the expert's velocity from noise (t=1) to actions (t=0)."""
-        if noise is None:
-            shape = (tokens.shape[0], self.config.chunk_size, self.config.max_action_dim)
-            noise = sample_noise(shape, tokens.device)
-        prefix, prefix_pad, prefix_blocks = self.embed_prefix(images, image_masks, tokens, token_masks)
-        cache = self.paligemma_with_expert.fill_prefix_cache(
-            prefix,
-            additive_mask(make_att_2d_masks(prefix_pad, prefix_blocks)),
-            torch.cumsum(prefix_pad, dim=1) - 1,
-        )
-        return euler_integrate(
-            lambda x_t, time: self.denoise_step(state, x_t, time, cache, prefix_pad),
-            noise,
-            self.config.num_inference_steps,
-        )
-
-    def denoise_step(
-        self, state: Tensor, x_t: Tensor, time: Tensor, cache: Cache, prefix_pad: Tensor
-    ) -> Tensor:
-        """The expert's velocity at (x_t, time), attending to the cached prefix."""
-        suffix, suffix_pad, suffix_blocks, cond = self.embed_suffix(state, x_t, time)
-        n_rows, suffix_len, prefix_len = prefix_pad.shape[0], suffix_pad.shape[1], prefix_pad.shape[1]
-        allowed = torch.cat(
-            [
-                prefix_pad[:, None, :].expand(n_rows, suffix_len, prefix_len),
-                make_att_2d_masks(suffix_pad, suffix_blocks),
-            ],
-            dim=2,
-        )
-        positions = torch.sum(prefix_pad, dim=-1)[:, None] + torch.cumsum(suffix_pad, dim=1) - 1
-        out = self.paligemma_with_expert.denoise(suffix, cache, additive_mask(allowed), positions, cond)
-        return self.action_out_proj(out[:, -self.config.chunk_size :].to(torch.float32))
-
-    # -- training ----------------------------------------------------------------------------
-
-    def forward(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-        actions: Tensor,
-        noise: Tensor,
-        time: Tensor,
-    ) -> Tensor:
-        """Per-element squared error (B, chunk_size, max_action_dim) of the predicted velocity."""
-        t = time[:, None, None]
-        x_t = t * noise + (1 - t) * actions
-        target = noise - actions
-        prefix, prefix_pad, prefix_blocks = self.embed_prefix(images, image_masks, tokens, token_masks)
-        suffix, suffix_pad, suffix_blocks, cond = self.embed_suffix(state, x_t, time)
-        if (
-            self.paligemma_with_expert.language_model.layers[0].self_attn.q_proj.weight.dtype
-            == torch.bfloat16
-        ):
-            prefix, suffix = prefix.to(torch.bfloat16), suffix.to(torch.bfloat16)
-        pad = torch.cat([prefix_pad, suffix_pad], dim=1)
-        blocks = torch.cat([prefix_blocks, suffix_blocks], dim=1)
-        out = self.paligemma_with_expert.joint_forward(
-            prefix, suffix, additive_mask(make_att_2d_masks(pad, blocks)), torch.cumsum(pad, dim=1) - 1, cond
-        )
-        velocity = self.action_out_proj(out[:, -self.config.chunk_size :].to(torch.float32))
-        return F.mse_loss(target, velocity, reduction="none")
-
     # -- token sequences ---------------------------------------------------------------------
 
     def embed_prefix(
-        self, images: list[Tensor], image_masks: list[Tensor], tokens: Tensor, token_masks: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
+        self,
+        images: list[Tensor],
+        image_masks: list[Tensor],
+        tokens: Tensor,
+        token_masks: Tensor,
+        state: Tensor,
+    ) -> TokenSequence:
         """(embeddings, padding mask, block starts) of the VLM's tokens: every camera's and the
-        instruction's tokens form one block, attending to each other."""
+        instruction's tokens form one block, attending to each other. The state is not among
+        them (π0: in the suffix; π0.5: in the prompt)."""
         embs, pad_masks = [], []
         for image, image_mask in zip(images, image_masks, strict=True):
             image_emb = self.paligemma_with_expert.embed_image(image)

@@ -1,9 +1,11 @@
-"""Build SmolVLA's network from its VLM's config, and load checkpoints straight to the device.
+"""What SmolVLA reads besides its checkpoint's weights: the VLM's config (to build the VLM and
+its expert), its tokenizer's image token ids, its own pretrained weights, and config.json.
 
 A checkpoint's model.safetensors holds every weight SmolVLA uses, the VLM's included, so
 nothing is downloaded to evaluate it: only the VLM's config (and tokenizer) is read from
 `vlm_model_name`. The network is built on the meta device, given empty storage on the target
-device, and filled tensor by tensor from the file (see lerobot.policies.flow.streaming_weights).
+device, and filled tensor by tensor from the file
+(lerobot.policies.flow.sampling_policy.FlowSamplingPolicy.load_checkpoint).
 
 Parameter dtypes follow LeRobot 0.6.1, which builds the VLM with
 `from_pretrained(vlm_model_name, dtype=bfloat16)` when `load_vlm_weights` is set: the VLM is
@@ -22,12 +24,10 @@ from pathlib import Path
 
 import torch
 
-from lerobot.configs.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError, config_fields
+from lerobot.configs.checkpoint import CONFIG_FILE, CheckpointError, config_fields
 from lerobot.configs.vlm_files import resolve_vlm_dir
-from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
-from lerobot.utils.device_utils import resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -97,24 +97,6 @@ def load_pretrained_vlm_weights(vlm: torch.nn.Module, name: str) -> None:
         )
     vlm.load_state_dict(state, strict=True)
     logger.info("VLM weights loaded from %s", directory)
-
-
-def load_smolvla(directory: Path, config: SmolVLAConfig | None, device: str | torch.device | None):
-    """A SmolVLA checkpoint, built on `device` and filled from its model.safetensors, in eval mode."""
-    from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
-
-    if config is None:
-        config = read_config(directory)
-    target = resolve_device(str(device) if device is not None else config.device)
-    with torch.device("meta"):
-        policy = SmolVLAPolicy(config, vlm_weights=False)
-    to_empty_keeping_ties(policy, target)
-    try:
-        load_streaming(policy, directory / WEIGHTS_FILE)
-    except (WeightsError, OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"--policy.path={directory}: {WEIGHTS_FILE} {exc}") from None
-    policy.eval()
-    return policy
 
 
 def read_config(directory: Path) -> SmolVLAConfig:

@@ -27,25 +27,20 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
-from lerobot.policies.action_queue import RowActionQueue
-from lerobot.policies.flow.matching import (
-    RowNoise,
-    euler_integrate,
-    make_att_2d_masks,
-    pad_vector,
-    sample_noise,
-    sample_time,
-    sinusoidal_time_embedding,
-)
+from lerobot.policies.flow.matching import pad_vector, sinusoidal_time_embedding
+from lerobot.policies.flow.network import FlowMatchingNetwork, TokenSequence
 from lerobot.policies.flow.sampling_policy import FlowSamplingPolicy
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
+from lerobot.policies.smolvla.loading import (
+    build_vlm_with_expert,
+    image_special_token_ids,
+    load_pretrained_vlm_weights,
+)
 from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
 from lerobot.utils.constants import (
     ACTION,
@@ -73,41 +68,16 @@ class SmolVLAPolicy(FlowSamplingPolicy):
         """A fresh policy. With `load_vlm_weights` (or `vlm_weights=True`) the VLM starts from
         the pretrained weights in `vlm_model_name`, as in LeRobot."""
         super().__init__(config)
-        config.add_empty_camera_features()
-        self.model = VLAFlowMatching(config)
         if config.load_vlm_weights if vlm_weights is None else vlm_weights:
             self.model.load_pretrained_vlm()
-        self._queue = RowActionQueue()
-        self._noise = RowNoise()
+
+    def build_network(self, config: SmolVLAConfig) -> VLAFlowMatching:
+        return VLAFlowMatching(config)
 
     @classmethod
-    def load_checkpoint(
-        cls, directory: Path, config: SmolVLAConfig, device: torch.device, strict: bool
-    ) -> SmolVLAPolicy:
-        """Built on `device` and filled tensor by tensor (every name must match, whatever
-        `strict` says): host memory never holds a second copy of the weights."""
-        from lerobot.policies.smolvla.loading import load_smolvla
-
-        return load_smolvla(directory, config, device)
-
-    @torch.no_grad()
-    def predict_action_chunk(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
-        """(B, chunk_size, action_dim) normalised actions; noise from torch's generator if None."""
-        self.eval()
-        state = self.prepare_state(batch)
-        images, image_masks = self.prepare_images(batch)
-        actions = self.model.sample_actions(
-            images,
-            image_masks,
-            batch[OBS_LANGUAGE_TOKENS],
-            batch[OBS_LANGUAGE_ATTENTION_MASK],
-            state,
-            noise=noise,
-        )
-        actions = actions[:, :, : self.config.action_feature.shape[0]]
-        if self.config.adapt_to_pi_aloha:
-            actions = aloha_encode_actions(actions)
-        return actions
+    def for_checkpoint(cls, config: SmolVLAConfig) -> SmolVLAPolicy:
+        """Without the VLM's own pretrained weights: the checkpoint holds every weight."""
+        return cls(config, vlm_weights=False)
 
     def forward(
         self, batch: dict[str, Tensor], noise: Tensor | None = None, time: Tensor | None = None
@@ -182,18 +152,17 @@ class SmolVLAPolicy(FlowSamplingPolicy):
             masks.append(torch.zeros_like(masks[-1]))
         return images, masks
 
-    def _draw_noise(self, rows: Sequence[int], batch: dict[str, Tensor]) -> Tensor | None:
-        shape = (self.config.chunk_size, self.config.max_action_dim)
-        return self._noise.draw(rows, shape, batch[OBS_STATE].device)
+    def adapt_actions(self, actions: Tensor) -> Tensor:
+        """Aloha's conventions with adapt_to_pi_aloha."""
+        return aloha_encode_actions(actions) if self.config.adapt_to_pi_aloha else actions
 
 
-class VLAFlowMatching(nn.Module):
-    """The network: the VLM with its action expert, and the projections around them."""
+class VLAFlowMatching(FlowMatchingNetwork):
+    """The network: the VLM with its action expert, and the projections around them. Sampling
+    and the loss are flow/'s (`FlowMatchingNetwork`); the state is the prefix's last token."""
 
     def __init__(self, config: SmolVLAConfig):
         super().__init__()
-        from lerobot.policies.smolvla.loading import build_vlm_with_expert
-
         self.config = config
         self.vlm_with_expert: SmolVLMWithExpertModel = build_vlm_with_expert(config)
         text_hidden = self.vlm_with_expert.text_model.config.hidden_size
@@ -205,8 +174,6 @@ class VLAFlowMatching(nn.Module):
         self.action_time_mlp_out = nn.Linear(expert_hidden, expert_hidden)
         self.image_special_tokens: tuple[int, int] | None = None
         if config.add_image_special_tokens:
-            from lerobot.policies.smolvla.loading import image_special_token_ids
-
             self.image_special_tokens = image_special_token_ids(config.vlm_model_name)
         self.set_requires_grad()
 
@@ -242,79 +209,16 @@ class VLAFlowMatching(nn.Module):
             self.vlm_with_expert.vlm.eval()
         return self
 
+    @property
+    def backbone(self) -> SmolVLMWithExpertModel:
+        return self.vlm_with_expert
+
+    @property
+    def num_denoising_steps(self) -> int:
+        return self.config.num_steps
+
     def load_pretrained_vlm(self) -> None:
-        from lerobot.policies.smolvla.loading import load_pretrained_vlm_weights
-
         load_pretrained_vlm_weights(self.vlm_with_expert.vlm, self.config.vlm_model_name)
-
-    # -- inference ---------------------------------------------------------------------------
-
-    def sample_actions(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-        noise: Tensor | None = None,
-    ) -> Tensor:
-        """Euler integration of the expert's velocity from noise (t=1) to actions (t=0)."""
-        n_rows, device = state.shape[0], state.device
-        if noise is None:
-            noise = sample_noise((n_rows, self.config.chunk_size, self.config.max_action_dim), device)
-        prefix, prefix_pad, prefix_att = self.embed_prefix(images, image_masks, tokens, token_masks, state)
-        cache = self.vlm_with_expert.fill_prefix_cache(
-            prefix, make_att_2d_masks(prefix_pad, prefix_att), torch.cumsum(prefix_pad, dim=1) - 1
-        )
-        return euler_integrate(
-            lambda x_t, time: self.denoise_step(x_t, time, cache, prefix_pad), noise, self.config.num_steps
-        )
-
-    def denoise_step(self, x_t: Tensor, time: Tensor, cache, prefix_pad: Tensor) -> Tensor:
-        """The expert's velocity at (x_t, time), attending to the cached prefix."""
-        suffix, suffix_pad, suffix_att = self.embed_suffix(x_t, time)
-        n_rows, suffix_len, prefix_len = prefix_pad.shape[0], suffix_pad.shape[1], prefix_pad.shape[1]
-        mask = torch.cat(
-            [
-                prefix_pad[:, None, :].expand(n_rows, suffix_len, prefix_len),
-                make_att_2d_masks(suffix_pad, suffix_att),
-            ],
-            dim=2,
-        )
-        positions = torch.sum(prefix_pad, dim=-1)[:, None] + torch.cumsum(suffix_pad, dim=1) - 1
-        out = self.vlm_with_expert.denoise(suffix, cache, mask, positions)
-        return self.action_out_proj(out[:, -self.config.chunk_size :].to(dtype=torch.float32))
-
-    # -- training ----------------------------------------------------------------------------
-
-    def forward(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-        actions: Tensor,
-        noise: Tensor | None = None,
-        time: Tensor | None = None,
-    ) -> Tensor:
-        """Per-element squared error (B, chunk_size, max_action_dim) of the predicted velocity."""
-        if noise is None:
-            noise = sample_noise(actions.shape, actions.device)
-        if time is None:
-            time = sample_time(actions.shape[0], actions.device)
-        t = time[:, None, None]
-        x_t = t * noise + (1 - t) * actions
-        target = noise - actions
-        prefix, prefix_pad, prefix_att = self.embed_prefix(images, image_masks, tokens, token_masks, state)
-        suffix, suffix_pad, suffix_att = self.embed_suffix(x_t, time)
-        pad = torch.cat([prefix_pad, suffix_pad], dim=1)
-        att = torch.cat([prefix_att, suffix_att], dim=1)
-        out = self.vlm_with_expert.joint_forward(
-            prefix, suffix, make_att_2d_masks(pad, att), torch.cumsum(pad, dim=1) - 1
-        )
-        velocity = self.action_out_proj(out[:, -self.config.chunk_size :].to(dtype=torch.float32))
-        return F.mse_loss(target, velocity, reduction="none")
 
     # -- token sequences ---------------------------------------------------------------------
 
@@ -325,7 +229,7 @@ class VLAFlowMatching(nn.Module):
         tokens: Tensor,
         token_masks: Tensor,
         state: Tensor,
-    ) -> tuple[Tensor, Tensor, Tensor]:
+    ) -> TokenSequence:
         """(embeddings, padding mask, attention-block mask) of the VLM's tokens.
 
         Images and instruction form one block attending to itself; the state token starts a
@@ -379,9 +283,12 @@ class VLAFlowMatching(nn.Module):
         pad_masks.append(torch.ones(emb.shape[:2], dtype=torch.bool, device=emb.device))
         blocks += [0] * emb.shape[1]
 
-    def embed_suffix(self, noisy_actions: Tensor, time: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def embed_suffix(
+        self, state: Tensor, noisy_actions: Tensor, time: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, None]:
         """The expert's tokens: each noisy action fused with the time's sine-cosine embedding by
-        an MLP; they form one block after the prefix, attending to all of it."""
+        an MLP; they form one block after the prefix, attending to all of it. The state is in
+        the prefix, and the expert's norms take no condition."""
         action_emb = self.action_in_proj(noisy_actions)
         time_emb = sinusoidal_time_embedding(
             time, self.vlm_with_expert.expert_hidden_size, self.config.min_period, self.config.max_period
@@ -392,7 +299,7 @@ class VLAFlowMatching(nn.Module):
         n_rows, n_tokens = fused.shape[:2]
         pad = torch.ones(n_rows, n_tokens, dtype=torch.bool, device=fused.device)
         blocks = torch.ones(n_rows, self.config.chunk_size, dtype=torch.bool, device=fused.device)
-        return fused, pad, blocks
+        return fused, pad, blocks, None
 
 
 def pad_tensor(tensor: Tensor, max_len: int, pad_value: float = 0) -> Tensor:

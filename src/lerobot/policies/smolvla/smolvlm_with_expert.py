@@ -164,10 +164,13 @@ class SmolVLMWithExpertModel(nn.Module):
                 hidden = _finish_layer(layer, self.attend(query, key, value, mask), hidden)
         return cache
 
-    def denoise(self, suffix: Tensor, cache: PrefixCache, mask: Tensor, positions: Tensor) -> Tensor:
+    def denoise(
+        self, suffix: Tensor, cache: PrefixCache, mask: Tensor, positions: Tensor, cond: None = None
+    ) -> Tensor:
         """The expert over the suffix tokens, attending to the cached prefix; normed output.
 
-        `mask` is (B, suffix, prefix + suffix); `positions` continue after the prefix's.
+        `mask` is (B, suffix, prefix + suffix); `positions` continue after the prefix's. `cond`
+        is always None: SmolVLA's expert norms take no condition (flow/'s `FlowBackbone`).
         """
         hidden = suffix
         prefix_len = cache.keys[0].shape[1]
@@ -188,8 +191,11 @@ class SmolVLMWithExpertModel(nn.Module):
             hidden = _finish_layer(expert, attended, hidden)
         return self.lm_expert.norm(hidden)
 
-    def joint_forward(self, prefix: Tensor, suffix: Tensor, mask: Tensor, positions: Tensor) -> Tensor:
-        """VLM and expert together without a cache (training); the expert's normed output."""
+    def joint_forward(
+        self, prefix: Tensor, suffix: Tensor, mask: Tensor, positions: Tensor, cond: None = None
+    ) -> Tensor:
+        """VLM and expert together without a cache (training); the expert's normed output
+        (`cond` as in `denoise`)."""
         prefix_len, suffix_len = prefix.shape[1], suffix.shape[1]
         for index, layer in enumerate(self.text_model.layers):
             expert = self.expert_layer(index)
