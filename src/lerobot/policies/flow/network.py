@@ -16,6 +16,7 @@ they embed the two sequences and in their backbone (`FlowBackbone`).
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -26,6 +27,22 @@ from lerobot.policies.flow.matching import euler_integrate, make_att_2d_masks, s
 
 TokenSequence = tuple[Tensor, Tensor, Tensor]
 """(embeddings (B, L, width), padding mask (B, L), block starts (B, L))."""
+
+
+@dataclass(frozen=True)
+class VLAInputs:
+    """What the network reads of a batch, as the policy prepares it."""
+
+    images: list[Tensor]
+    """Per camera, (B, 3, H, W) in [-1, 1]."""
+    image_masks: list[Tensor]
+    """Per camera, (B,): which rows hold it (a blank camera's tokens are masked out)."""
+    tokens: Tensor
+    """(B, L) instruction tokens."""
+    token_masks: Tensor
+    """(B, L): which tokens are real."""
+    state: Tensor
+    """(B, max_state_dim), zero-padded."""
 
 
 class FlowBackbone(Protocol):
@@ -66,14 +83,7 @@ class FlowMatchingNetwork(nn.Module, abc.ABC):
         """Euler steps per chunk (each type's config names the field its own way)."""
 
     @abc.abstractmethod
-    def embed_prefix(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-    ) -> TokenSequence:
+    def embed_prefix(self, inputs: VLAInputs) -> TokenSequence:
         """The VLM's tokens."""
 
     @abc.abstractmethod
@@ -93,27 +103,19 @@ class FlowMatchingNetwork(nn.Module, abc.ABC):
 
     # -- inference ---------------------------------------------------------------------------
 
-    def sample_actions(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-        noise: Tensor | None = None,
-    ) -> Tensor:
+    def sample_actions(self, inputs: VLAInputs, noise: Tensor | None = None) -> Tensor:
         """Euler integration of the expert's velocity from noise (t=1) to actions (t=0)."""
         if noise is None:
-            shape = (tokens.shape[0], self.config.chunk_size, self.config.max_action_dim)
-            noise = sample_noise(shape, tokens.device)
-        prefix, prefix_pad, prefix_blocks = self.embed_prefix(images, image_masks, tokens, token_masks, state)
+            shape = (inputs.tokens.shape[0], self.config.chunk_size, self.config.max_action_dim)
+            noise = sample_noise(shape, inputs.tokens.device)
+        prefix, prefix_pad, prefix_blocks = self.embed_prefix(inputs)
         cache = self.backbone.fill_prefix_cache(
             prefix,
             self.attention_mask(make_att_2d_masks(prefix_pad, prefix_blocks)),
             torch.cumsum(prefix_pad, dim=1) - 1,
         )
         return euler_integrate(
-            lambda x_t, time: self.denoise_step(state, x_t, time, cache, prefix_pad),
+            lambda x_t, time: self.denoise_step(inputs.state, x_t, time, cache, prefix_pad),
             noise,
             self.num_denoising_steps,
         )
@@ -142,15 +144,7 @@ class FlowMatchingNetwork(nn.Module, abc.ABC):
     # -- training ----------------------------------------------------------------------------
 
     def forward(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-        actions: Tensor,
-        noise: Tensor | None = None,
-        time: Tensor | None = None,
+        self, inputs: VLAInputs, actions: Tensor, noise: Tensor | None = None, time: Tensor | None = None
     ) -> Tensor:
         """Per-element squared error (B, chunk_size, max_action_dim) of the velocity predicted at
         x_t = t * noise + (1 - t) * actions against noise - actions. Noise, then time, are drawn
@@ -162,8 +156,8 @@ class FlowMatchingNetwork(nn.Module, abc.ABC):
         t = time[:, None, None]
         x_t = t * noise + (1 - t) * actions
         target = noise - actions
-        prefix, prefix_pad, prefix_blocks = self.embed_prefix(images, image_masks, tokens, token_masks, state)
-        suffix, suffix_pad, suffix_blocks, cond = self.embed_suffix(state, x_t, time)
+        prefix, prefix_pad, prefix_blocks = self.embed_prefix(inputs)
+        suffix, suffix_pad, suffix_blocks, cond = self.embed_suffix(inputs.state, x_t, time)
         pad = torch.cat([prefix_pad, suffix_pad], dim=1)
         blocks = torch.cat([prefix_blocks, suffix_blocks], dim=1)
         mask = self.attention_mask(make_att_2d_masks(pad, blocks))

@@ -22,7 +22,7 @@ from lerobot.configs.checkpoint import WEIGHTS_FILE, CheckpointError
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.action_queue import RowActionQueue, batch_size, select_rows
 from lerobot.policies.flow.matching import RowNoise
-from lerobot.policies.flow.network import FlowMatchingNetwork
+from lerobot.policies.flow.network import FlowMatchingNetwork, VLAInputs
 from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming, to_empty_keeping_ties
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.constants import OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS
@@ -131,20 +131,23 @@ class FlowSamplingPolicy(PreTrainedPolicy):
     ) -> Tensor:
         """(B, chunk_size, action_dim) normalised actions; noise from torch's generator if None."""
         self.eval()
+        actions = self.sample_chunk(self.prepare_inputs(batch), noise)
+        return self.adapt_actions(actions[:, :, : self.config.action_feature.shape[0]].float())
+
+    def prepare_inputs(self, batch: dict[str, Tensor]) -> VLAInputs:
+        """What the network reads of a preprocessed batch."""
         images, image_masks = self.prepare_images(batch)
-        actions = self.sample_chunk(
+        return VLAInputs(
             images,
             image_masks,
             batch[OBS_LANGUAGE_TOKENS],
             batch[OBS_LANGUAGE_ATTENTION_MASK],
             self.prepare_state(batch),
-            noise,
         )
-        return self.adapt_actions(actions[:, :, : self.config.action_feature.shape[0]].float())
 
-    def sample_chunk(self, *inputs: Any) -> Tensor:
+    def sample_chunk(self, inputs: VLAInputs, noise: Tensor | None) -> Tensor:
         """The network's `sample_actions`; a type may run it otherwise (compiled, autocast)."""
-        return self.model.sample_actions(*inputs)
+        return self.model.sample_actions(inputs, noise)
 
     def adapt_actions(self, actions: Tensor) -> Tensor:
         """The actions in the env's conventions: as sampled, unless a type converts them."""

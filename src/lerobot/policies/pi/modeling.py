@@ -26,18 +26,17 @@ from __future__ import annotations
 import abc
 import logging
 from contextlib import nullcontext
-from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
 from lerobot.policies.flow.matching import pad_vector, sample_time, sinusoidal_time_embedding
-from lerobot.policies.flow.network import FlowMatchingNetwork, TokenSequence
+from lerobot.policies.flow.network import FlowMatchingNetwork, TokenSequence, VLAInputs
 from lerobot.policies.flow.sampling_policy import FlowSamplingPolicy
 from lerobot.policies.pi.configuration import GEMMA_VARIANTS, PiFlowConfig
 from lerobot.policies.pi.gemma import PaliGemmaWithExpert, additive_mask
-from lerobot.utils.constants import ACTION, OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS, OBS_STATE
+from lerobot.utils.constants import ACTION, OBS_STATE
 
 logger = logging.getLogger(__name__)
 
@@ -78,18 +77,8 @@ class PiFlowPolicy(FlowSamplingPolicy):
         """Training loss for a preprocessed batch with normalised `action` (B, chunk_size, A):
         the squared velocity error, averaged over steps and real action dimensions ("none": per
         sample). Noise, then time, are drawn from torch's generator if None, as LeRobot does."""
-        images, image_masks = self.prepare_images(batch)
         actions = pad_vector(batch[ACTION], self.config.max_action_dim)
-        losses = self.model(
-            images,
-            image_masks,
-            batch[OBS_LANGUAGE_TOKENS],
-            batch[OBS_LANGUAGE_ATTENTION_MASK],
-            self.prepare_state(batch),
-            actions,
-            noise,
-            time,
-        )
+        losses = self.model(self.prepare_inputs(batch), actions, noise, time)
         losses = losses[:, :, : self.config.action_feature.shape[0]]
         info = {"loss_per_dim": losses.mean(dim=[0, 1]).detach().cpu().tolist()}
         loss = losses.mean(dim=(1, 2)) if reduction == "none" else losses.mean()
@@ -123,10 +112,10 @@ class PiFlowPolicy(FlowSamplingPolicy):
             masks.append(torch.zeros_like(masks[-1]))
         return images, masks
 
-    def sample_chunk(self, *inputs: Any) -> Tensor:
+    def sample_chunk(self, inputs: VLAInputs, noise: Tensor | None) -> Tensor:
         """Through torch.compile with compile_model; under bfloat16 autocast with use_amp."""
         with self._amp():
-            return self._sample(*inputs)
+            return self._sample(inputs, noise)
 
     def _amp(self):
         """`--policy.use_amp=true` on CUDA: bfloat16 autocast (Gemma overflows float16)."""
@@ -214,25 +203,18 @@ class PiFlowMatching(FlowMatchingNetwork):
 
     # -- token sequences ---------------------------------------------------------------------
 
-    def embed_prefix(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-    ) -> TokenSequence:
+    def embed_prefix(self, inputs: VLAInputs) -> TokenSequence:
         """(embeddings, padding mask, block starts) of the VLM's tokens: every camera's and the
         instruction's tokens form one block, attending to each other. The state is not among
         them (π0: in the suffix; π0.5: in the prompt)."""
         embs, pad_masks = [], []
-        for image, image_mask in zip(images, image_masks, strict=True):
+        for image, image_mask in zip(inputs.images, inputs.image_masks, strict=True):
             image_emb = self.paligemma_with_expert.embed_image(image)
             n_rows, n_tokens = image_emb.shape[:2]
             embs.append(image_emb)
             pad_masks.append(image_mask[:, None].expand(n_rows, n_tokens))
-        embs.append(self.paligemma_with_expert.embed_language_tokens(tokens))
-        pad_masks.append(token_masks)
+        embs.append(self.paligemma_with_expert.embed_language_tokens(inputs.tokens))
+        pad_masks.append(inputs.token_masks)
         embs, pad_masks = torch.cat(embs, dim=1), torch.cat(pad_masks, dim=1)
         blocks = torch.zeros(pad_masks.shape, dtype=torch.bool, device=pad_masks.device)
         return embs, pad_masks, blocks

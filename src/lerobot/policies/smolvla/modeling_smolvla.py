@@ -33,7 +33,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
 from lerobot.policies.flow.matching import pad_vector, sinusoidal_time_embedding
-from lerobot.policies.flow.network import FlowMatchingNetwork, TokenSequence
+from lerobot.policies.flow.network import FlowMatchingNetwork, TokenSequence, VLAInputs
 from lerobot.policies.flow.sampling_policy import FlowSamplingPolicy
 from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
 from lerobot.policies.smolvla.loading import (
@@ -45,8 +45,6 @@ from lerobot.policies.smolvla.smolvlm_with_expert import SmolVLMWithExpertModel
 from lerobot.utils.constants import (
     ACTION,
     ACTION_IS_PAD,
-    OBS_LANGUAGE_ATTENTION_MASK,
-    OBS_LANGUAGE_TOKENS,
     OBS_STATE,
 )
 from lerobot.utils.not_in_this_build import refused_names
@@ -85,22 +83,11 @@ class SmolVLAPolicy(FlowSamplingPolicy):
         """Training loss for a preprocessed batch with normalised `action` (B, chunk_size, A) and
         optionally `action_is_pad` (B, chunk_size): the mean squared velocity error over real
         steps and action dimensions. Noise, then time, are drawn from torch's generator if None."""
-        state = self.prepare_state(batch)
         actions = batch[ACTION]
         if self.config.adapt_to_pi_aloha:
             actions = aloha_encode_actions_inverse(actions.clone())
         actions = pad_vector(actions, self.config.max_action_dim)
-        images, image_masks = self.prepare_images(batch)
-        losses = self.model(
-            images,
-            image_masks,
-            batch[OBS_LANGUAGE_TOKENS],
-            batch[OBS_LANGUAGE_ATTENTION_MASK],
-            state,
-            actions,
-            noise,
-            time,
-        )
+        losses = self.model(self.prepare_inputs(batch), actions, noise, time)
         losses = losses[:, :, : self.config.action_feature.shape[0]]
         is_pad = batch.get(ACTION_IS_PAD)
         if is_pad is None:
@@ -222,21 +209,14 @@ class VLAFlowMatching(FlowMatchingNetwork):
 
     # -- token sequences ---------------------------------------------------------------------
 
-    def embed_prefix(
-        self,
-        images: list[Tensor],
-        image_masks: list[Tensor],
-        tokens: Tensor,
-        token_masks: Tensor,
-        state: Tensor,
-    ) -> TokenSequence:
+    def embed_prefix(self, inputs: VLAInputs) -> TokenSequence:
         """(embeddings, padding mask, attention-block mask) of the VLM's tokens.
 
         Images and instruction form one block attending to itself; the state token starts a
         block the earlier ones cannot see. Each embedding is scaled by sqrt(its width).
         """
         embs, pad_masks, blocks = [], [], []
-        for image, image_mask in zip(images, image_masks, strict=True):
+        for image, image_mask in zip(inputs.images, inputs.image_masks, strict=True):
             if self.image_special_tokens is not None:
                 self._append_special_tokens(
                     self.image_special_tokens, image.shape[0], embs, pad_masks, blocks
@@ -252,11 +232,11 @@ class VLAFlowMatching(FlowMatchingNetwork):
                 self._append_special_tokens(
                     self.image_special_tokens[:1], image.shape[0], embs, pad_masks, blocks
                 )
-        language = self.vlm_with_expert.embed_language_tokens(tokens)
+        language = self.vlm_with_expert.embed_language_tokens(inputs.tokens)
         embs.append(language * math.sqrt(language.shape[-1]))
-        pad_masks.append(token_masks)
+        pad_masks.append(inputs.token_masks)
         blocks += [0] * language.shape[1]
-        state_emb = self.state_proj(state)
+        state_emb = self.state_proj(inputs.state)
         state_emb = state_emb[:, None, :] if state_emb.ndim == 2 else state_emb
         embs.append(state_emb)
         n_rows, n_state = state_emb.shape[:2]
