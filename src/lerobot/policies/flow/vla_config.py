@@ -22,9 +22,10 @@ EMPTY_CAMERA_PREFIX = f"{OBS_IMAGES}.empty_camera_"
 
 
 class VLAConfigMixin:
-    """Methods for a config with `image_features`, `input_features`, `empty_cameras` and
-    LeRobot's `optimizer_lr` / `scheduler_*` fields; the policies differ only in what happens
-    to a camera the env lacks (`dropped_cameras_message`)."""
+    """Methods for a config with `image_features`, `input_features`, `empty_cameras`, the
+    chunk's fields (`chunk_size`, `n_action_steps`, `n_obs_steps`) and LeRobot's
+    `optimizer_lr` / `scheduler_*` fields; the policies differ only in what happens to a
+    camera the env lacks (`dropped_cameras_message`)."""
 
     @property
     def camera_features(self) -> dict[str, PolicyFeature]:
@@ -56,6 +57,22 @@ class VLAConfigMixin:
     def dropped_cameras_message(self, dropped: Sequence[str]) -> str:
         """What the policy does without the cameras `dropped`, for the warning."""
         raise NotImplementedError
+
+    def check_chunk_ranges(self, positive_flags: Sequence[str], policy_name: str) -> None:
+        """n_action_steps within the chunk, each of `positive_flags` at least 1, and one
+        observation step (these policies read the latest only)."""
+        if not 1 <= self.n_action_steps <= self.chunk_size:
+            raise ConfigError(
+                f"--policy.n_action_steps={self.n_action_steps}: must be between 1 and "
+                f"--policy.chunk_size={self.chunk_size}"
+            )
+        for flag in positive_flags:
+            if getattr(self, flag) < 1:
+                raise ConfigError(f"--policy.{flag}={getattr(self, flag)}: must be a positive integer")
+        if self.n_obs_steps != 1:
+            raise ConfigError(
+                f"--policy.n_obs_steps={self.n_obs_steps}: {policy_name} reads one observation step; use 1"
+            )
 
     def get_optimizer_preset(self) -> AdamWConfig:
         """LeRobot's preset: AdamW at `optimizer_lr`, its betas, eps and weight decay, the

@@ -168,18 +168,9 @@ class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
         self._check_unsupported()
 
     def _check_ranges(self) -> None:
-        if not 1 <= self.n_action_steps <= self.chunk_size:
-            raise ConfigError(
-                f"--policy.n_action_steps={self.n_action_steps}: must be between 1 and "
-                f"--policy.chunk_size={self.chunk_size}"
-            )
-        for flag in ("num_inference_steps", "tokenizer_max_length", "max_state_dim", "max_action_dim"):
-            if getattr(self, flag) < 1:
-                raise ConfigError(f"--policy.{flag}={getattr(self, flag)}: must be a positive integer")
-        if self.n_obs_steps != 1:
-            raise ConfigError(
-                f"--policy.n_obs_steps={self.n_obs_steps}: π0 reads one observation step; use 1"
-            )
+        self.check_chunk_ranges(
+            ("num_inference_steps", "tokenizer_max_length", "max_state_dim", "max_action_dim"), "π0"
+        )
         height, width = self.image_resolution
         if height != width or height < 1:
             raise ConfigError(

@@ -150,24 +150,8 @@ class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
         return self.resize_imgs_with_padding is not None
 
     def _check_ranges(self) -> None:
-        if not 1 <= self.n_action_steps <= self.chunk_size:
-            raise ConfigError(
-                f"--policy.n_action_steps={self.n_action_steps}: must be between 1 and "
-                f"--policy.chunk_size={self.chunk_size}"
-            )
-        for flag in (
-            "num_steps",
-            "tokenizer_max_length",
-            "max_state_dim",
-            "max_action_dim",
-            "num_vlm_layers",
-        ):
-            if getattr(self, flag) < 1:
-                raise ConfigError(f"--policy.{flag}={getattr(self, flag)}: must be a positive integer")
-        if self.n_obs_steps != 1:
-            raise ConfigError(
-                f"--policy.n_obs_steps={self.n_obs_steps}: SmolVLA reads one observation step; use 1"
-            )
+        positive = ("num_steps", "tokenizer_max_length", "max_state_dim", "max_action_dim", "num_vlm_layers")
+        self.check_chunk_ranges(positive, "SmolVLA")
         if not self.use_cache:
             raise ConfigError(
                 "--policy.use_cache=false: SmolVLA samples with the prefix's keys and values cached "

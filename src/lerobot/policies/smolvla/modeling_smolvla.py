@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -333,27 +334,27 @@ def _gripper_from_angular_inverse(value: Tensor) -> Tensor:
 
 
 def aloha_decode_state(state: Tensor) -> Tensor:
-    for joint in ALOHA_FLIPPED_JOINTS:
-        state[:, joint] *= -1
-    for gripper in ALOHA_GRIPPERS:
-        state[:, gripper] = _gripper_to_angular(state[:, gripper])
-    return state
+    """(B, dims) Aloha state, in place, in the pi runtime's conventions."""
+    return _convert_aloha(state, _gripper_to_angular)
 
 
 def aloha_encode_actions(actions: Tensor) -> Tensor:
-    for joint in ALOHA_FLIPPED_JOINTS:
-        actions[:, :, joint] *= -1
-    for gripper in ALOHA_GRIPPERS:
-        actions[:, :, gripper] = _gripper_from_angular(actions[:, :, gripper])
-    return actions
+    """(B, steps, dims) actions, in place, from the pi runtime's conventions to Aloha's."""
+    return _convert_aloha(actions, _gripper_from_angular)
 
 
 def aloha_encode_actions_inverse(actions: Tensor) -> Tensor:
+    """(B, steps, dims) Aloha actions, in place, in the pi runtime's conventions (training)."""
+    return _convert_aloha(actions, _gripper_from_angular_inverse)
+
+
+def _convert_aloha(values: Tensor, gripper: Callable[[Tensor], Tensor]) -> Tensor:
+    """Flip the sign of the flipped joints and convert each gripper, on the last dimension."""
     for joint in ALOHA_FLIPPED_JOINTS:
-        actions[:, :, joint] *= -1
-    for gripper in ALOHA_GRIPPERS:
-        actions[:, :, gripper] = _gripper_from_angular_inverse(actions[:, :, gripper])
-    return actions
+        values[..., joint] *= -1
+    for index in ALOHA_GRIPPERS:
+        values[..., index] = gripper(values[..., index])
+    return values
 
 
 __getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use
