@@ -1,4 +1,6 @@
 """What the flow-matching VLAs (SmolVLA, π0, π0.5) share: the flow-matching arithmetic and
-per-row noise (`matching`), the policy base that samples action chunks row by row
-(`sampling_policy`), the config mixin for their cameras and presets (`vla_config`), and
-loading multi-GB safetensors straight to the device (`streaming_weights`)."""
+per-row noise (`matching`), sampling and the loss around a VLM with its action expert
+(`network`), the policy base that samples action chunks row by row and streams checkpoints
+onto the device (`sampling_policy`), the config mixin for their cameras, chunk and presets
+(`vla_config`), and reading multi-GB safetensors straight into device storage
+(`streaming_weights`)."""

@@ -42,7 +42,8 @@ logger = logging.getLogger(__name__)
 
 
 class PiFlowPolicy(FlowSamplingPolicy):
-    """What the π0 and π0.5 policies share: row queues, image preparation, sampling, the loss.
+    """What the π0 and π0.5 policies share beyond flow/'s sampling policy: image and state
+    preparation, the loss's reduction, the compiled and autocast sampler.
 
     Executes `n_action_steps` of each sampled chunk per row; a row samples a new chunk when its
     queue is empty, all such rows in one forward pass.
@@ -65,6 +66,7 @@ class PiFlowPolicy(FlowSamplingPolicy):
         return self.network_class()(config)
 
     def restore_unsaved_buffers(self) -> None:
+        """SigLIP's position ids."""
         self.model.paligemma_with_expert.reset_buffers()
 
     def forward(

@@ -165,7 +165,7 @@ class SmolVLMWithExpertModel(nn.Module):
         return cache
 
     def denoise(
-        self, suffix: Tensor, cache: PrefixCache, mask: Tensor, positions: Tensor, cond: None = None
+        self, suffix: Tensor, cache: PrefixCache, mask: Tensor, positions: Tensor, cond: Tensor | None = None
     ) -> Tensor:
         """The expert over the suffix tokens, attending to the cached prefix; normed output.
 
@@ -192,7 +192,7 @@ class SmolVLMWithExpertModel(nn.Module):
         return self.lm_expert.norm(hidden)
 
     def joint_forward(
-        self, prefix: Tensor, suffix: Tensor, mask: Tensor, positions: Tensor, cond: None = None
+        self, prefix: Tensor, suffix: Tensor, mask: Tensor, positions: Tensor, cond: Tensor | None = None
     ) -> Tensor:
         """VLM and expert together without a cache (training); the expert's normed output
         (`cond` as in `denoise`)."""
