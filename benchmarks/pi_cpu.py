@@ -168,20 +168,10 @@ def joint_pass(policy, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """One denoising step without a cache: images embedded, then prefix and suffix through both
     transformers together (the model's training forward, whose loss is a negligible extra)."""
     config = policy.config
-    images, masks = policy.prepare_images(batch)
     shape = (batch["observation.state"].shape[0], config.chunk_size, config.max_action_dim)
     noise = torch.randn(shape)
     time_ = torch.full((shape[0],), 0.5)
-    return policy.model(
-        images,
-        masks,
-        batch["observation.language.tokens"],
-        batch["observation.language.attention_mask"],
-        policy.prepare_state(batch),
-        torch.zeros(shape),
-        noise,
-        time_,
-    )
+    return policy.model(policy.prepare_inputs(batch), torch.zeros(shape), noise, time_)
 
 
 PARTS = {"load": load_rss, "batch": batched_inference, "cache": kv_cache_gain}
