@@ -27,7 +27,14 @@ through LeRobot's public API (`PI0Policy.from_pretrained(dir, config=cfg)`,
 what that computes from fixed inputs: preprocessed batches, the chunk for given noise, the
 actions `select_action` executes after `torch.manual_seed` (a batch of two, and one row), the
 training loss after `torch.manual_seed(5)` with every gradient, and the chunk of the same
-weights loaded with `dtype=bfloat16` (LeRobot's mixed layout).
+weights loaded with `dtype=bfloat16` (LeRobot's mixed layout), computed with each op in float64
+rounded to its dtype (tests/policies/float64_arithmetic.py): with the CPU's own bfloat16 kernels
+that chunk changes with the CPU (by up to 3.9e-3 between the kernels of one Xeon).
+
+`--bf16-only` records just that chunk (and the layout) again into the committed fixtures and
+keeps everything else as it was: rebuilding the rest on another machine, or with other versions
+of `tokenizers` and torch, changes the tokenizer's merges and the weights' last bits. The scratch
+environment needs `transformers` then too (`lerobot[pi]` brings it).
 
 `pi_full_size_layout.json` records LeRobot's full-size models (gemma_2b PaliGemma with SigLIP
 So400m/14, gemma_300m expert, LIBERO's features), built on the meta device with no weights:
@@ -40,10 +47,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -68,6 +77,7 @@ SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
 CAMERAS = {"observation.images.image": (3, 56, 112), "observation.images.image2": (3, 56, 56)}
 STATE_DIM, ACTION_DIM = 8, 7
 DUMMY_WIDTH = 64
+BF16_CHUNK = "bf16.float64_arithmetic.chunk.normalized"
 
 
 # -- the scratch-only additions to LeRobot -----------------------------------------------------
@@ -263,10 +273,10 @@ def save_checkpoint(policy, pre, post, directory: Path) -> None:
     (directory / "README.md").unlink(missing_ok=True)
 
 
-def relative_tokenizer_paths(directory: Path) -> None:
+def replace_tokenizer_path(directory: Path, old: str, new: str) -> None:
     for name in ("config.json", "policy_preprocessor.json"):
         path = directory / name
-        path.write_text(path.read_text().replace(str(TOKENIZER_DIR), TOKENIZER_PLACEHOLDER))
+        path.write_text(path.read_text().replace(old, new))
 
 
 def load_public(policy_class, config, directory: Path):
@@ -354,36 +364,74 @@ def trainable(policy_class, config, directory: Path) -> dict[str, list[str]]:
     return out
 
 
+def float64_arithmetic():
+    """tests/policies/float64_arithmetic.py's mode, imported by path: this repository's own
+    package is also called lerobot."""
+    path = REPO / "tests" / "policies" / "float64_arithmetic.py"
+    spec = importlib.util.spec_from_file_location("float64_arithmetic", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Float64Arithmetic()
+
+
 def record_bf16(policy_class, config, directory: Path, pre, steps, noise, tensors: dict) -> None:
-    """The same checkpoint loaded with dtype=bfloat16: LeRobot's mixed layout and its chunk."""
+    """The same checkpoint loaded with dtype=bfloat16: LeRobot's mixed layout, and its chunk
+    with each op in float64 rounded to its dtype (the same bits on any x86 CPU)."""
     bf16_config = replaced(config, dtype="bfloat16")
     policy = policy_class.from_pretrained(directory, config=bf16_config)
     policy.eval()
     state = policy.state_dict()
     tensors["bf16.dtypes"] = torch.tensor([state[k].dtype == torch.bfloat16 for k in sorted(state)])
-    with torch.no_grad():
-        tensors["bf16.chunk.normalized"] = policy.predict_action_chunk(
-            preprocess(pre, steps[0]), noise=noise.clone()
-        )
+    batch = preprocess(pre, steps[0])
+    with torch.no_grad(), float64_arithmetic():
+        tensors[BF16_CHUNK] = policy.predict_action_chunk(batch, noise=noise.clone())
+
+
+def rerecord_bf16(name: str, config_class, policy_class, settings: dict) -> None:
+    """`--bf16-only`: the bfloat16 entries of fixture `name` recorded again from its committed
+    checkpoint and inputs; every other entry and the metadata kept as they are."""
+    from safetensors import safe_open
+
+    from lerobot.policies.factory import make_pre_post_processors
+
+    path = OUT / name / "expected.safetensors"
+    tensors = load_file(path)
+    with safe_open(path, framework="pt") as f:
+        metadata = f.metadata()
+    layout = tensors["bf16.dtypes"]
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch) / name
+        shutil.copytree(OUT / name, directory)
+        replace_tokenizer_path(directory, TOKENIZER_PLACEHOLDER, str(TOKENIZER_DIR))
+        config = fixture_config(config_class, settings)
+        pre, _ = make_pre_post_processors(config, pretrained_path=str(directory))
+        step = {k.removeprefix("raw.0."): v for k, v in tensors.items() if k.startswith("raw.0.")}
+        tensors.pop("bf16.chunk.normalized", None)  # the chunk of the CPU's own kernels
+        record_bf16(policy_class, config, directory, pre, [step], tensors["noise"], tensors)
+    assert torch.equal(tensors["bf16.dtypes"], layout), f"{name}: LeRobot's bfloat16 layout changed"
+    save_file({k: v.contiguous() for k, v in tensors.items()}, path, metadata=metadata)
+    print(f"{name}: {BF16_CHUNK} recorded again")
+
+
+def fixture_config(config_class, settings: dict):
+    """A fresh config, as a user's `PreTrainedConfig.from_pretrained` would give."""
+    inputs, outputs = features()
+    return with_dummy_variants(
+        config_class(input_features=inputs, output_features=outputs, device="cpu", **settings)
+    )
 
 
 def make_fixture(name: str, config_class, policy_class, **settings) -> None:
     from lerobot.policies.factory import make_pre_post_processors
 
-    inputs, outputs = features()
-    config = with_dummy_variants(
-        config_class(input_features=inputs, output_features=outputs, device="cpu", **settings)
-    )
+    config = fixture_config(config_class, settings)
     torch.manual_seed(0)
     policy = policy_class(config)
     pre, post = make_pre_post_processors(config, dataset_stats=dataset_stats())
     directory = OUT / name
     save_checkpoint(policy, pre, post, directory)
 
-    # Fresh config objects, as a user's `PreTrainedConfig.from_pretrained` would give.
-    loaded_config = with_dummy_variants(
-        config_class(input_features=dict(inputs), output_features=dict(outputs), device="cpu", **settings)
-    )
+    loaded_config = fixture_config(config_class, settings)
     policy, pre, post = load_public(policy_class, loaded_config, directory)
     saved = load_file(directory / "model.safetensors")
     embed = "model.paligemma_with_expert.paligemma.model.language_model.embed_tokens.weight"
@@ -405,7 +453,7 @@ def make_fixture(name: str, config_class, policy_class, **settings) -> None:
         "embed_tokens_from_file": embed_kept,
     }
     record_bf16(policy_class, loaded_config, directory, pre, steps, tensors["noise"], tensors)
-    relative_tokenizer_paths(directory)
+    replace_tokenizer_path(directory, str(TOKENIZER_DIR), TOKENIZER_PLACEHOLDER)
     flat = {k: v.detach().cpu().clone().contiguous() for k, v in tensors.items()}
     save_file(flat, directory / "expected.safetensors", metadata={"info": json.dumps(meta)})
 
@@ -486,50 +534,59 @@ def write_full_size_layouts(classes: dict) -> None:
         print(f"{name} full size: {layout['parameters']:,d} parameters, {len(layout['state_dict'])} patterns")
 
 
+def fixture_settings() -> dict[str, tuple[type, type, dict]]:
+    """name -> (LeRobot's config class, its policy class, the config's settings)."""
+    from lerobot.policies.pi0.configuration_pi0 import PI0Config
+    from lerobot.policies.pi0.modeling_pi0 import PI0Policy
+    from lerobot.policies.pi05.configuration_pi05 import PI05Config
+    from lerobot.policies.pi05.modeling_pi05 import PI05Policy
+
+    return {
+        # LIBERO's layout: two cameras (neither 224 px, one not square: resize with centred
+        # padding), a blank third; 8-d state, 7-d actions; π0's mean/std statistics.
+        "pi0": (
+            PI0Config,
+            PI0Policy,
+            {"empty_cameras": 1, "chunk_size": 10, "n_action_steps": 5, "tokenizer_max_length": 16},
+        ),
+        # π0.5's defaults: quantile statistics, the state written into the prompt; fewer
+        # denoising steps and no blank camera.
+        "pi05": (
+            PI05Config,
+            PI05Policy,
+            {"chunk_size": 10, "n_action_steps": 5, "num_inference_steps": 4, "tokenizer_max_length": 72},
+        ),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full-size-only", action="store_true", help="write only pi_full_size_layout.json")
+    parser.add_argument(
+        "--bf16-only", action="store_true", help="record only the bfloat16 layout and chunk again"
+    )
     args = parser.parse_args()
     import lerobot
 
     print(f"lerobot {lerobot.__version__} from {Path(lerobot.__file__).parent}")
     if Path(lerobot.__file__).resolve().is_relative_to(REPO):
         sys.exit("run this with the scratch environment's python, not this repository's")
-    from lerobot.policies.pi0.configuration_pi0 import PI0Config
-    from lerobot.policies.pi0.modeling_pi0 import PI0Policy
-    from lerobot.policies.pi05.configuration_pi05 import PI05Config
-    from lerobot.policies.pi05.modeling_pi05 import PI05Policy
-
-    write_full_size_layouts({"pi0": (PI0Config, PI0Policy), "pi05": (PI05Config, PI05Policy)})
+    settings = fixture_settings()
+    if not args.bf16_only:
+        write_full_size_layouts({name: classes[:2] for name, classes in settings.items()})
     if args.full_size_only:
         return 0
     # One thread, as the tests run: bfloat16 matrix products round differently with more.
     torch.set_num_threads(1)
     add_dummy_variant()
     use_local_tokenizer()
+    if args.bf16_only:
+        for name, (config_class, policy_class, fields) in settings.items():
+            rerecord_bf16(name, config_class, policy_class, fields)
+        return 0
     build_tokenizer(TOKENIZER_DIR)
-    # LIBERO's layout: two cameras (neither 224 px, one not square: resize with centred
-    # padding), a blank third; 8-d state, 7-d actions; π0's mean/std statistics.
-    make_fixture(
-        "pi0",
-        PI0Config,
-        PI0Policy,
-        empty_cameras=1,
-        chunk_size=10,
-        n_action_steps=5,
-        tokenizer_max_length=16,
-    )
-    # π0.5's defaults: quantile statistics, the state written into the prompt; fewer
-    # denoising steps and no blank camera.
-    make_fixture(
-        "pi05",
-        PI05Config,
-        PI05Policy,
-        chunk_size=10,
-        n_action_steps=5,
-        num_inference_steps=4,
-        tokenizer_max_length=72,
-    )
+    for name, (config_class, policy_class, fields) in settings.items():
+        make_fixture(name, config_class, policy_class, **fields)
     for path in sorted(OUT.rglob("*")):
         if path.is_file() and str(path.relative_to(OUT)).startswith("pi"):
             print(f"{path.stat().st_size:>10,d}  {path.relative_to(REPO)}")
