@@ -25,6 +25,17 @@ from pathlib import Path
 from typing import Any
 
 SMALL_PIXELS = ["--env.observation_height=64", "--env.observation_width=64"]
+STATE_IN_TWO_WORKERS = [
+    "--policy.type=random",
+    "--env.type=metaworld",
+    "--env.task=reach-v3",
+    "--env.obs_type=state",
+    "--env.episode_length=25",
+    "--eval.n_episodes=6",
+    "--eval.batch_size=4",
+    "--eval.envs_in_main_process=0",
+]
+"""Four envs in two worker processes: what row groups and independent rows need to group."""
 CASES: dict[str, list[str]] = {
     "metaworld expert, 2 tasks, 2 async workers, videos": [
         "--policy.type=metaworld_expert",
@@ -57,26 +68,12 @@ CASES: dict[str, list[str]] = {
         "--eval.max_episodes_rendered=0",
     ],
     "metaworld random, state, 2 row groups taking turns": [
-        "--policy.type=random",
-        "--env.type=metaworld",
-        "--env.task=reach-v3",
-        "--env.obs_type=state",
-        "--env.episode_length=25",
-        "--eval.n_episodes=6",
-        "--eval.batch_size=4",
-        "--eval.envs_in_main_process=0",
+        *STATE_IN_TWO_WORKERS,
         "--eval.row_groups=2",
         "--eval.max_episodes_rendered=0",
     ],
     "metaworld random, state, rows advancing independently": [
-        "--policy.type=random",
-        "--env.type=metaworld",
-        "--env.task=reach-v3",
-        "--env.obs_type=state",
-        "--env.episode_length=25",
-        "--eval.n_episodes=6",
-        "--eval.batch_size=4",
-        "--eval.envs_in_main_process=0",
+        *STATE_IN_TWO_WORKERS,
         "--eval.independent_rows=true",
         "--eval.max_episodes_rendered=0",
     ],

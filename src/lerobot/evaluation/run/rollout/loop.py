@@ -63,6 +63,11 @@ class RolloutLoop:
             and hasattr(policy, "take_queued_actions")
         )
         self.step_index = 0
+        self.descriptions = [task.description] * env.num_envs
+        self.env_tasks = [task.name] * env.num_envs
+        self._split = env if isinstance(env, SplitSlotEnv) else None
+        """The env as a split one, checked once: a Protocol isinstance costs tens of
+        microseconds, and a schedule sends and gathers every round."""
 
     # -- what schedules call -----------------------------------------------------------------
 
@@ -90,22 +95,22 @@ class RolloutLoop:
                 if planned is not None:
                     # A slot whose episode just ended resets in the same round as the others
                     # step, so in worker processes its reset does not hold them up.
-                    self.apply_round(planned, *self.env.step_and_reset_at(planned.slot_round()))
+                    self.apply_round(planned, *self.env.step_and_reset_at(planned.slot_round))
         return self.work.sorted_results()
 
     def send_round(self, planned: Round) -> Round:
         """Send a planned round to the slots, which step while the caller goes on; its replies
         are gathered by `collect_round`. For groups of a split env (`SplitSlotEnv`)."""
-        self.split_env().send_step_and_reset_at(planned.slot_round())
+        self.split_env().send_step_and_reset_at(planned.slot_round)
         return planned
 
     def collect_round(self, sent: Round) -> None:
-        self.apply_round(sent, *self.split_env().gather_step_and_reset(sent.slot_round()))
+        self.apply_round(sent, *self.split_env().gather_step_and_reset(sent.slot_round))
 
     def split_env(self) -> SplitSlotEnv:
-        if not isinstance(self.env, SplitSlotEnv):
+        if self._split is None:
             raise TypeError(f"{type(self.env).__name__} cannot send a round apart from its gather")
-        return self.env
+        return self._split
 
     def plan_round(self) -> Round | None:
         """This round's actions for the running episodes and the resets of free slots; None
@@ -214,10 +219,7 @@ class RolloutLoop:
         return None
 
     def _batch(self, active: Sequence[int]) -> dict[str, Any]:
-        n_rows = len(self.observations)
-        return self.calls.batch(
-            self.observations, active, self.blind, [self.task.description] * n_rows, [self.task.name] * n_rows
-        )
+        return self.calls.batch(self.observations, active, self.blind, self.descriptions, self.env_tasks)
 
     def _end_non_finite_rows(self, active: Sequence[int], actions: np.ndarray) -> list[int]:
         """The active rows whose actions are finite. NaN or inf actions are the policy's output:

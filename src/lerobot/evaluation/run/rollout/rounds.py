@@ -8,6 +8,7 @@ output: so a schedule can compute the rows of several groups' rounds in one mode
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -50,8 +51,10 @@ class Round:
     recorded: list[int]
     blind: list[int]
 
+    @functools.cached_property
     def slot_round(self) -> SlotRound:
-        """What the slot env is asked to do for this round.
+        """What the slot env is asked to do for this round (built once: it is sent, then
+        gathered).
 
         The episode index travels with the reset: benchmarks with fixed initial states
         (recorded init states) pick them by episode, never by slot or reset count.

@@ -118,7 +118,7 @@ def run_in_turns(loops: Sequence[RolloutLoop], work: Work) -> list[EpisodeResult
     finally:
         for loop, sent in zip(loops, in_flight, strict=True):
             if sent is not None:  # a failure elsewhere: leave no reply unread in a worker's pipe
-                loop.split_env().gather_step_and_reset(sent.slot_round())
+                loop.split_env().gather_step_and_reset(sent.slot_round)
     return work.sorted_results()
 
 
@@ -164,7 +164,7 @@ def run_as_ready(env: SplitSlotEnv, loops: Sequence[RolloutLoop], work: Work) ->
                 ready = sorted([out[k] for k in answered] + idle)
     finally:
         for index, sent in in_flight.items():  # a failure elsewhere: leave no reply unread
-            loops[index].split_env().gather_step_and_reset(sent.slot_round())
+            loops[index].split_env().gather_step_and_reset(sent.slot_round)
     return work.sorted_results()
 
 
