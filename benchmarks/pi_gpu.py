@@ -90,15 +90,23 @@ def libero_episodes_per_minute(args) -> None:
     from lerobot.evaluation.run.batching.layout import BatchLayout
     from lerobot.evaluation.run.plan import RunPlan
     from lerobot.evaluation.run.rollout import RolloutSettings
-    from lerobot.processor.language import StatePromptTask, TaskTokenizer, TokenizerSettings
-    from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor
+    from lerobot.processor.device_processor import DeviceProcessorStep
+    from lerobot.processor.pipeline import DataProcessorPipeline
+    from lerobot.processor.policy_processors import policy_pipelines
+    from lerobot.processor.tokenizer_processor import (
+        Pi05PrepareStateTokenizerProcessorStep,
+        TokenizerProcessorStep,
+    )
 
     config = pi_config(
         "pi05", args.variant, args.device, dtype="bfloat16", n_action_steps=args.n_action_steps
     )
     policy = build(config, args.device)
-    tokenizer = TaskTokenizer(TokenizerSettings(str(TOKENIZER_DIR), max_length=config.tokenizer_max_length))
-    pre = PolicyPreprocessor(device=args.device, task_steps=[StatePromptTask(), tokenizer])
+    tokenizer = TokenizerProcessorStep(str(TOKENIZER_DIR), max_length=config.tokenizer_max_length)
+    pre = DataProcessorPipeline(
+        [Pi05PrepareStateTokenizerProcessorStep(), tokenizer, DeviceProcessorStep(args.device)]
+    )
+    _, post = policy_pipelines(config, None)
     env_cfg = make_env_config(
         "libero", task="libero_spatial", task_ids=[0], episode_length=args.episode_length
     )
@@ -108,9 +116,7 @@ def libero_episodes_per_minute(args) -> None:
         eval_cfg = EvalConfig(
             n_episodes=args.libero_episodes * n_rows, batch_size=n_rows, max_episodes_rendered=0
         )
-        settings = RolloutSettings.from_config(
-            eval_cfg, 1000, preprocessor=pre, postprocessor=PolicyPostprocessor()
-        )
+        settings = RolloutSettings.from_config(eval_cfg, 1000, preprocessor=pre, postprocessor=post)
         backend = LocalBackend(
             policy,
             settings,

@@ -69,14 +69,16 @@ def test_the_refusal_table_names_only_lerobots_names():
 
 
 def test_a_refused_name_imports_and_fails_only_on_use():
-    from lerobot.processor import RobotProcessorPipeline  # a hardware pipeline: not in this build
+    from lerobot.processor import GripperPenaltyProcessorStep  # a hardware step: not in this build
 
-    assert "not in this build" in repr(RobotProcessorPipeline)
-    with pytest.raises(NotInThisBuildError, match=r"^lerobot.processor.RobotProcessorPipeline: real robots"):
-        RobotProcessorPipeline.from_pretrained("x")
+    assert "not in this build" in repr(GripperPenaltyProcessorStep)
+    with pytest.raises(
+        NotInThisBuildError, match=r"^lerobot.processor.GripperPenaltyProcessorStep: real robots"
+    ):
+        GripperPenaltyProcessorStep.from_pretrained("x")
     with pytest.raises(NotInThisBuildError):
 
-        class Mine(RobotProcessorPipeline):  # subclassing is a use too
+        class Mine(GripperPenaltyProcessorStep):  # subclassing is a use too
             pass
 
     with pytest.raises(AttributeError):

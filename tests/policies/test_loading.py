@@ -357,7 +357,7 @@ def broken_statistics(checkpoints, tmp_path, state_file: str, content: bytes | N
         (
             "../outside.safetensors",
             None,
-            "../outside.safetensors (named in policy_preprocessor.json) lies outside the checkpoint directory",
+            "../outside.safetensors (named in policy_preprocessor.json) lies outside the pipeline's directory",
         ),
     ],
 )

@@ -253,7 +253,9 @@ def test_relative_actions_in_the_saved_pipeline_are_refused(tmp_path):
             step["config"]["enabled"] = True
     path.write_text(json.dumps(pipeline))
     cfg = dataclasses.replace(PreTrainedConfig.from_pretrained(directory), device="cpu")
-    with pytest.raises(CheckpointError, match="enables 'relative_actions_processor'"):
+    with pytest.raises(
+        CheckpointError, match=r"relative_actions_processor is enabled \(actions relative to the state\)"
+    ):
         make_pre_post_processors(cfg, pretrained_path=directory)
 
 

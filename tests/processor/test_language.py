@@ -8,8 +8,9 @@ from lerobot.processor.language import (
     TaskStepError,
     TaskTokenizer,
     TokenizerSettings,
-    task_step_from_json,
 )
+from lerobot.processor.pipeline import DataProcessorPipeline
+from lerobot.processor.saved_pipeline import PipelineFileError, steps_from_config
 from lerobot.utils.constants import OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS
 from tests.policies.smolvla_checkpoints import VLM_DIR
 
@@ -49,14 +50,16 @@ def test_saved_steps_round_trip_and_bad_ones_fail_in_one_line():
         "config": {"max_length": 16, "task_key": "task", "padding_side": "right", "padding": "max_length",
                    "truncation": True, "tokenizer_name": str(VLM_DIR)},
     }  # fmt: skip
-    step = task_step_from_json(saved)
-    assert step.to_json() == saved
-    assert task_step_from_json({"registry_name": "smolvla_new_line_processor", "config": {}}).to_json() == {
-        "registry_name": "smolvla_new_line_processor",
-        "config": {},
-    }
-    with pytest.raises(TaskStepError, match="saved without tokenizer_name"):
-        task_step_from_json({"registry_name": "tokenizer_processor", "config": {}})
+    steps = steps_from_config(
+        {"steps": [saved, {"registry_name": "smolvla_new_line_processor"}]}, {}, None, "t"
+    )
+    pipeline = DataProcessorPipeline(steps=steps)
+    assert pipeline.get_config()["steps"] == [
+        {"registry_name": "tokenizer_processor", "config": saved["config"]},
+        {"registry_name": "smolvla_new_line_processor", "config": {}},
+    ]
+    with pytest.raises(PipelineFileError, match="needs a tokenizer_name or a tokenizer"):
+        steps_from_config({"steps": [{"registry_name": "tokenizer_processor", "config": {}}]}, {}, None, "t")
     with pytest.raises(
         TaskStepError, match="padding='middle'; must be one of longest, max_length, do_not_pad"
     ):

@@ -138,13 +138,10 @@ class TaskTokenizer:
     registry_name: ClassVar[str] = TOKENIZER_STEP
     runs_on_normalized_state: ClassVar[bool] = False
 
-    def __init__(self, settings: TokenizerSettings):
-        from transformers import AutoTokenizer
-
-        from lerobot.configs.vlm_files import resolve_tokenizer_dir
-
+    def __init__(self, settings: TokenizerSettings, tokenizer: Any = None):
+        """`tokenizer`: a transformers tokenizer already built (else the named one is loaded)."""
         self.settings = settings
-        self.tokenizer = AutoTokenizer.from_pretrained(resolve_tokenizer_dir(settings.tokenizer_name))
+        self.tokenizer = tokenizer if tokenizer is not None else _load_tokenizer(settings.tokenizer_name)
         self._cache: OrderedDict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,32 +186,12 @@ class TaskTokenizer:
         return {"registry_name": self.registry_name, "config": asdict(self.settings)}
 
 
-def task_step_from_json(step: Mapping[str, Any]) -> NewlineTask | StatePromptTask | TaskTokenizer:
-    """The step a saved pipeline entry describes (its registry name is one of TASK_STEP_NAMES)."""
-    name, config = step.get("registry_name"), dict(step.get("config") or {})
-    if name in NEWLINE_STEPS:
-        return NewlineTask(registry_name=name)
-    if name == STATE_PROMPT_STEP:
-        return StatePromptTask(task_key=config.get("task_key", TASK))
-    if "tokenizer_name" not in config:
-        raise TaskStepError(
-            "tokenizer_processor: saved without tokenizer_name (it was given a tokenizer object); "
-            "this build can only load a named tokenizer"
-        )
-    known = {k: v for k, v in config.items() if k in TokenizerSettings.__dataclass_fields__}
-    return TaskTokenizer(TokenizerSettings(**known))
+def _load_tokenizer(name: str) -> Any:
+    from transformers import AutoTokenizer
 
+    from lerobot.configs.vlm_files import resolve_tokenizer_dir
 
-TASK_STEP_NAMES = (*NEWLINE_STEPS, STATE_PROMPT_STEP, TOKENIZER_STEP)
-
-
-def split_at_normalizer(steps: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """(steps before the normaliser, steps after it): from the first step that reads the
-    normalised state on, every step runs after normalisation, in the saved order."""
-    for index, step in enumerate(steps):
-        if getattr(step, "runs_on_normalized_state", False):
-            return list(steps[:index]), list(steps[index:])
-    return list(steps), []
+    return AutoTokenizer.from_pretrained(resolve_tokenizer_dir(name))
 
 
 def _batch_device(batch: Mapping[str, Any]) -> torch.device:

@@ -23,13 +23,12 @@ import torch
 from safetensors.torch import load_file
 from torch import Tensor
 
-from lerobot.configs.checkpoint import POSTPROCESSOR_FILE, PREPROCESSOR_FILE, encode_json_value
+from lerobot.configs.checkpoint import POSTPROCESSOR_FILE, PREPROCESSOR_FILE
 from lerobot.configs.policies import CheckpointPolicyConfig
-from lerobot.configs.types import PolicyFeature
 from lerobot.policies.checkpoint import write_safetensors
 from lerobot.policies.pretrained import PreTrainedPolicy
-from lerobot.processor.language import split_at_normalizer
-from lerobot.utils.constants import ACTION
+from lerobot.processor.policy_processors import policy_pipelines
+from lerobot.processor.steps import ProcessorStep
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +36,6 @@ CHECKPOINTS_DIR = "checkpoints"
 LAST = "last"
 PRETRAINED_DIR = "pretrained_model"
 TRAINING_STATE_DIR = "training_state"
-PREPROCESSOR_STATS = "policy_preprocessor_step_3_normalizer_processor.safetensors"
-POSTPROCESSOR_STATS = "policy_postprocessor_step_0_unnormalizer_processor.safetensors"
 RNG_STATE_FILE = "rng_state.safetensors"
 TRAIN_CONFIG_FILE = "train_config.json"
 
@@ -78,63 +75,15 @@ def save_pretrained(
     policy: PreTrainedPolicy,
     stats: Mapping[str, Mapping[str, Tensor]],
     directory: Path,
-    task_steps: Sequence[Any] = (),
+    task_steps: Sequence[ProcessorStep] = (),
 ) -> None:
-    """config.json, model.safetensors and the processor pipelines, in LeRobot's step order
-    (rename, batch, instruction steps, device, normaliser; π0.5: rename, batch, normaliser,
-    prompt and tokenizer, device); statistics files are named by their step's index, as
-    LeRobot names them."""
+    """config.json, model.safetensors and the processor pipelines LeRobot would save for this
+    policy (`policy_pipelines`: its step order, its file names)."""
     policy.save_pretrained(directory)  # config.json and model.safetensors
     cfg: CheckpointPolicyConfig = policy.config
-    flat = {f"{key}.{name}": t.cpu().contiguous() for key, s in stats.items() for name, t in s.items()}
-    norm_map = {kind: str(mode) for kind, mode in cfg.normalization_mapping.items()}
-    steps, stats_file = preprocessor_steps(cfg, norm_map, task_steps)
-    write_safetensors(flat, directory / stats_file)
-    write_safetensors(
-        {k: v for k, v in flat.items() if k.startswith(ACTION + ".")}, directory / POSTPROCESSOR_STATS
-    )
-    preprocessor = {"name": "policy_preprocessor", "steps": steps}
-    postprocessor = {
-        "name": "policy_postprocessor",
-        "steps": [
-            _normalizer_step("unnormalizer_processor", cfg.output_features, norm_map, POSTPROCESSOR_STATS),
-            {"registry_name": "device_processor", "config": {"device": "cpu", "float_dtype": None}},
-        ],
-    }
-    (directory / PREPROCESSOR_FILE).write_text(json.dumps(preprocessor, indent=2))
-    (directory / POSTPROCESSOR_FILE).write_text(json.dumps(postprocessor, indent=2))
-
-
-def preprocessor_steps(
-    cfg: CheckpointPolicyConfig, norm_map: dict, task_steps: Sequence[Any]
-) -> tuple[list[dict], str]:
-    """The preprocessor's steps as LeRobot orders them, and the name of its normaliser's
-    statistics file (named by the normaliser's index)."""
-    features = {**cfg.input_features, **cfg.output_features}
-    before, after = split_at_normalizer(task_steps)
-    device_step = {"registry_name": "device_processor", "config": {"device": cfg.device, "float_dtype": None}}
-    steps = [
-        {"registry_name": "rename_observations_processor", "config": {"rename_map": {}}},
-        {"registry_name": "to_batch_processor", "config": {}},
-        *(step.to_json() for step in before),
-    ]
-    if not after:
-        steps.append(device_step)
-    stats_file = f"policy_preprocessor_step_{len(steps)}_normalizer_processor.safetensors"
-    steps.append(_normalizer_step("normalizer_processor", features, norm_map, stats_file))
-    if after:
-        steps += [*(step.to_json() for step in after), device_step]
-    return steps, stats_file
-
-
-def _normalizer_step(
-    name: str, features: Mapping[str, PolicyFeature], norm_map: dict, state_file: str
-) -> dict:
-    return {
-        "registry_name": name,
-        "config": {"eps": 1e-8, "features": encode_json_value(dict(features)), "norm_map": norm_map},
-        "state_file": state_file,
-    }
+    pre, post = policy_pipelines(cfg, stats, task_steps, device=cfg.device or "cpu")
+    pre.save_pretrained(directory, config_filename=PREPROCESSOR_FILE)
+    post.save_pretrained(directory, config_filename=POSTPROCESSOR_FILE)
 
 
 def save_training_state(

@@ -21,8 +21,15 @@ from lerobot.configs.types import FeatureType, NormalizationMode
 from lerobot.datasets.reader import EpisodeFrames
 from lerobot.policies.factory import make_policy, policy_class
 from lerobot.policies.pretrained import PreTrainedPolicy
+from lerobot.processor.instruction_steps import InstructionStep
 from lerobot.processor.normalize import Normalizer
-from lerobot.processor.policy_processors import PolicyPostprocessor, PolicyPreprocessor, read_task_steps
+from lerobot.processor.pipeline import DataProcessorPipeline
+from lerobot.processor.policy_processors import (
+    add_blank_cameras,
+    pipeline_step,
+    policy_pipelines,
+    saved_instruction_steps,
+)
 from lerobot.training.batches import compute_stats, dataset_features, use_imagenet_stats
 from lerobot.utils.constants import ACTION
 from lerobot.utils.errors import ConfigError
@@ -37,21 +44,22 @@ class Trainee:
     policy: PreTrainedPolicy
     stats: dict[str, dict[str, torch.Tensor]]
     normalizer: Normalizer
-    task_steps: list = field(default_factory=list)
+    task_steps: list[InstructionStep] = field(default_factory=list)
     """Instruction steps (newline, tokenizer) of language-conditioned policies; saved with
     every checkpoint."""
 
-    def processors(self) -> tuple[PolicyPreprocessor, PolicyPostprocessor]:
+    def processors(self) -> tuple[DataProcessorPipeline, DataProcessorPipeline]:
+        """The pipelines a checkpoint of this trainee saves, for evaluating it in the loop."""
         cfg = self.policy.config
-        cameras = cfg.image_features if cfg.blank_cameras_in_preprocessor else {}
-        preprocessor = PolicyPreprocessor(self.normalizer, cameras, 0, task_steps=self.task_steps)
-        return preprocessor, PolicyPostprocessor(self.normalizer)
+        pre, post = policy_pipelines(cfg, self.stats, self.task_steps, device=cfg.device or "cpu")
+        add_blank_cameras(pre, cfg)
+        return pre, post
 
     def loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         batch = self.normalizer.normalize(batch)
         batch[ACTION] = self.normalizer.normalize_action(batch[ACTION])
         for step in self.task_steps:
-            batch = step(batch)
+            batch = step.on_batch(batch)
         return self.policy.forward(batch)
 
 
@@ -131,14 +139,14 @@ def check_declared_inputs(policy_cfg: CheckpointPolicyConfig, dataset_inputs: di
             )
 
 
-def trainee_task_steps(policy_cfg: CheckpointPolicyConfig) -> list:
+def trainee_task_steps(policy_cfg: CheckpointPolicyConfig) -> list[InstructionStep]:
     """A checkpoint's saved instruction steps (LeRobot fine-tunes with its pretrained
     pipeline), else those of a fresh policy of this type."""
     if policy_cfg.pretrained_path is not None:
         directory = Path(policy_cfg.pretrained_path)
         if (directory / PREPROCESSOR_FILE).is_file():
-            return read_task_steps(directory, PREPROCESSOR_FILE)
-    return policy_cfg.task_steps()
+            return saved_instruction_steps(directory, PREPROCESSOR_FILE)
+    return [pipeline_step(step) for step in policy_cfg.task_steps()]
 
 
 def matching_env_inputs(

@@ -21,8 +21,9 @@ SUPPORTED_TYPES = "act, diffusion, smolvla, pi0 and pi05"
 POLICY_TYPE = f"a policy type this build does not implement; use {SUPPORTED_TYPES} checkpoints"
 ROBOT = "real robots, teleoperation and human-in-the-loop RL are not part of this build; use LeRobot itself for hardware"
 PROCESSOR = (
-    "LeRobot's processor pipeline classes are not part of this build; use "
-    "lerobot.policies.factory.make_pre_post_processors, which loads LeRobot's saved pipelines as callables"
+    "a processor step or helper this build does not define (env-side gym conversions, action "
+    "tokenisation, relative actions, the robot defaults); use lerobot.processor's pipeline and "
+    "standard steps, or register your own with ProcessorStepRegistry.register"
 )
 TRAINING = (
     "a training setting or internal of LeRobot; use lerobot-train (lerobot-train --help lists its flags)"
@@ -47,27 +48,16 @@ def _each(reason: str, *names: str) -> dict[str, str]:
 
 
 PROCESSOR_NAMES = (
-    "AbsoluteActionsProcessorStep", "ActionProcessorStep", "ActionTokenizerProcessorStep",
-    "AddBatchDimensionProcessorStep", "ComplementaryDataProcessorStep", "DataProcessorPipeline",
-    "DefaultPolicyProcessorSteps", "DeviceProcessorStep", "DoneProcessorStep", "EnvAction", "EnvTransition",
-    "IdentityProcessorStep", "ImageCropResizeProcessorStep", "InfoProcessorStep", "NewLineTaskProcessorStep",
-    "NormalizerProcessorStep", "Numpy2TorchActionProcessorStep", "ObservationProcessorStep", "PolicyAction",
-    "PolicyActionProcessorStep", "PolicyProcessorPipeline", "ProcessorKwargs", "ProcessorStep",
-    "ProcessorStepRegistry", "RelativeActionsProcessorStep", "RenameObservationsProcessorStep",
-    "RewardProcessorStep", "TimeLimitProcessorStep", "TokenizerProcessorStep",
-    "Torch2NumpyActionProcessorStep", "TransitionKey", "TruncatedProcessorStep", "UnnormalizerProcessorStep",
-    "VanillaObservationProcessorStep", "batch_to_transition", "create_transition", "from_tensor_to_numpy",
-    "hotswap_stats", "identity_transition", "make_default_policy_processor_steps",
-    "make_default_pre_post_processors", "make_default_processors", "make_policy_processor_pipelines",
-    "observation_to_transition", "policy_action_to_transition", "rename_stats", "to_absolute_actions",
-    "to_relative_actions", "transition_to_batch", "transition_to_observation", "transition_to_policy_action",
+    "ActionTokenizerProcessorStep", "DefaultPolicyProcessorSteps", "ImageCropResizeProcessorStep",
+    "Numpy2TorchActionProcessorStep", "TimeLimitProcessorStep", "Torch2NumpyActionProcessorStep",
+    "VanillaObservationProcessorStep", "make_default_policy_processor_steps", "make_default_pre_post_processors",
+    "make_default_processors", "make_policy_processor_pipelines", "to_absolute_actions", "to_relative_actions",
 )  # fmt: skip
 ROBOT_PROCESSOR_NAMES = (
     "AddTeleopActionAsComplimentaryDataStep", "AddTeleopEventsAsInfoStep", "GripperPenaltyProcessorStep",
     "GymHILAdapterProcessorStep", "InterventionActionProcessorStep", "MapDeltaActionToRobotActionStep",
     "MapTensorToDeltaActionDictStep", "PolicyActionToRobotActionProcessorStep", "RewardClassifierProcessorStep",
-    "RobotAction", "RobotActionProcessorStep", "RobotActionToPolicyActionProcessorStep", "RobotObservation",
-    "RobotProcessorPipeline", "make_default_robot_action_processor", "make_default_robot_observation_processor",
+    "RobotActionToPolicyActionProcessorStep", "make_default_robot_action_processor", "make_default_robot_observation_processor",
     "make_default_teleop_action_processor", "robot_action_observation_to_transition",
     "robot_action_to_transition", "transition_to_robot_action",
 )  # fmt: skip

@@ -1,0 +1,73 @@
+"""LeRobot's `device_processor` step: every tensor of the transition on one device, floating
+tensors optionally cast (`float_dtype`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from lerobot.processor.core import EnvTransition, TransitionKey
+from lerobot.processor.steps import Features, ProcessorStep, ProcessorStepRegistry
+from lerobot.utils.device_utils import resolve_device
+
+FLOAT_DTYPES = {
+    "float16": torch.float16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "half": torch.float16,
+    "float": torch.float32,
+    "double": torch.float64,
+}
+TENSOR_PARTS = (TransitionKey.ACTION, TransitionKey.REWARD, TransitionKey.DONE, TransitionKey.TRUNCATED)
+DICT_PARTS = (TransitionKey.OBSERVATION, TransitionKey.COMPLEMENTARY_DATA)
+
+
+@ProcessorStepRegistry.register("device_processor")
+@dataclass
+class DeviceProcessorStep(ProcessorStep):
+    device: str = "cpu"
+    float_dtype: str | None = None
+    DTYPE_MAPPING: ClassVar[dict[str, torch.dtype]] = FLOAT_DTYPES
+
+    def __post_init__(self) -> None:
+        self.tensor_device = torch.device(resolve_device(self.device))
+        self.device = self.tensor_device.type
+        if self.float_dtype is not None and self.float_dtype not in FLOAT_DTYPES:
+            raise ValueError(f"float_dtype={self.float_dtype!r}; choose one of {', '.join(FLOAT_DTYPES)}")
+        self._dtype = FLOAT_DTYPES.get(self.float_dtype) if self.float_dtype else None
+        self._non_blocking = self.tensor_device.type == "cuda"
+
+    def __call__(self, transition: EnvTransition) -> EnvTransition:
+        out = dict(transition)
+        for part in TENSOR_PARTS:
+            value = transition.get(part)
+            if isinstance(value, Tensor):
+                out[part] = self._place(value)
+        for part in DICT_PARTS:
+            values = transition.get(part)
+            if values is not None:
+                out[part] = {k: self._place(v) if isinstance(v, Tensor) else v for k, v in values.items()}
+        return out
+
+    def _place(self, tensor: Tensor) -> Tensor:
+        """On the step's device (a tensor already on some GPU stays on its GPU when the target is a
+        GPU, as several processes each place theirs), cast when a float dtype is set."""
+        keep_gpu = tensor.is_cuda and self.tensor_device.type == "cuda"
+        target = tensor.device if keep_gpu else self.tensor_device
+        if target.type == "mps" and tensor.dtype == torch.float64:
+            tensor = tensor.to(dtype=torch.float32)
+        if tensor.device != target:
+            tensor = tensor.to(target, non_blocking=self._non_blocking)
+        if self._dtype is not None and tensor.is_floating_point() and tensor.dtype != self._dtype:
+            tensor = tensor.to(dtype=self._dtype)
+        return tensor
+
+    def get_config(self) -> dict[str, Any]:
+        return {"device": self.device, "float_dtype": self.float_dtype}
+
+    def transform_features(self, features: Features) -> Features:
+        return features
