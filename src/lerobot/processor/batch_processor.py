@@ -20,15 +20,20 @@ DROPPED_COMPLEMENTARY = ("language_persistent", "language_events")
 @dataclass
 class AddBatchDimensionProcessorStep(ProcessorStep):
     def __call__(self, transition: EnvTransition) -> EnvTransition:
-        out = dict(transition)
+        """A batch passes as it is, without copies (evaluation's and training's always do)."""
         action = transition.get(TransitionKey.ACTION)
-        if isinstance(action, Tensor) and action.dim() == 1:
+        observation = transition.get(TransitionKey.OBSERVATION) or {}
+        complementary = transition.get(TransitionKey.COMPLEMENTARY_DATA) or {}
+        single_action = isinstance(action, Tensor) and action.dim() == 1
+        single_observation = any(_batched_observation(k, v) is not v for k, v in observation.items())
+        if not (single_action or single_observation or _unbatched_complementary(complementary)):
+            return transition
+        out = dict(transition)
+        if single_action:
             out[TransitionKey.ACTION] = action.unsqueeze(0)
-        observation = transition.get(TransitionKey.OBSERVATION)
-        if observation is not None:
+        if TransitionKey.OBSERVATION in transition and transition[TransitionKey.OBSERVATION] is not None:
             out[TransitionKey.OBSERVATION] = {k: _batched_observation(k, v) for k, v in observation.items()}
-        complementary = transition.get(TransitionKey.COMPLEMENTARY_DATA)
-        if complementary is not None:
+        if transition.get(TransitionKey.COMPLEMENTARY_DATA) is not None:
             out[TransitionKey.COMPLEMENTARY_DATA] = _batched_complementary(complementary)
         return out
 
@@ -44,6 +49,14 @@ def _batched_observation(key: str, value: Any) -> Any:
     if (key == OBS_IMAGE or key.startswith(f"{OBS_IMAGES}.")) and value.dim() == 3:
         return value.unsqueeze(0)
     return value
+
+
+def _unbatched_complementary(data: dict[str, Any]) -> bool:
+    if any(key in data for key in DROPPED_COMPLEMENTARY) or isinstance(data.get("task"), str):
+        return True
+    if any(isinstance(data.get(key), Tensor) and data[key].dim() == 0 for key in ("index", "task_index")):
+        return True
+    return any(key in data for key in ("messages", "message_streams", "target_message_indices"))
 
 
 def _batched_complementary(data: dict[str, Any]) -> dict[str, Any]:

@@ -42,16 +42,22 @@ class DeviceProcessorStep(ProcessorStep):
         self._non_blocking = self.tensor_device.type == "cuda"
 
     def __call__(self, transition: EnvTransition) -> EnvTransition:
-        out = dict(transition)
+        """New dicts only where a tensor moved: a batch already in place passes as it is."""
+        out = None
         for part in TENSOR_PARTS:
             value = transition.get(part)
-            if isinstance(value, Tensor):
-                out[part] = self._place(value)
+            if isinstance(value, Tensor) and (placed := self._place(value)) is not value:
+                out = out or dict(transition)
+                out[part] = placed
         for part in DICT_PARTS:
             values = transition.get(part)
-            if values is not None:
-                out[part] = {k: self._place(v) if isinstance(v, Tensor) else v for k, v in values.items()}
-        return out
+            if not values:
+                continue
+            placed = {k: self._place(v) if isinstance(v, Tensor) else v for k, v in values.items()}
+            if any(placed[k] is not v for k, v in values.items()):
+                out = out or dict(transition)
+                out[part] = placed
+        return out if out is not None else transition
 
     def _place(self, tensor: Tensor) -> Tensor:
         """On the step's device (a tensor already on some GPU stays on its GPU when the target is a

@@ -35,6 +35,7 @@ from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import PolicyFeature
 from lerobot.processor.batch_processor import AddBatchDimensionProcessorStep
 from lerobot.processor.converters import policy_action_to_transition, transition_to_policy_action
+from lerobot.processor.core import EnvTransition, TransitionKey
 from lerobot.processor.device_processor import DeviceProcessorStep
 from lerobot.processor.instruction_steps import InstructionStep
 from lerobot.processor.normalize_processor import NormalizerProcessorStep, UnnormalizerProcessorStep
@@ -78,6 +79,13 @@ class BlankCamerasProcessorStep(ObservationProcessorStep):
     def __init__(self, image_features: Mapping[str, PolicyFeature], empty_cameras: int = 0):
         self.image_features = dict(image_features)
         self.empty_cameras = empty_cameras
+
+    def __call__(self, transition: EnvTransition) -> EnvTransition:
+        observation = transition.get(TransitionKey.OBSERVATION) or {}
+        # Every camera there (the usual case): no copies.
+        return (
+            transition if all(k in observation for k in self.image_features) else super().__call__(transition)
+        )
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         missing = [key for key in self.image_features if key not in observation]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lerobot.configs.types import PipelineFeatureType
+from lerobot.processor.core import EnvTransition
 from lerobot.processor.steps import Features, ObservationProcessorStep, ProcessorStepRegistry
 
 
@@ -15,9 +16,11 @@ from lerobot.processor.steps import Features, ObservationProcessorStep, Processo
 class RenameObservationsProcessorStep(ObservationProcessorStep):
     rename_map: dict[str, str] = field(default_factory=dict)
 
+    def __call__(self, transition: EnvTransition) -> EnvTransition:
+        # Nothing to rename (the usual case: evaluation renames env keys itself): no copies.
+        return super().__call__(transition) if self.rename_map else transition
+
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
-        if not self.rename_map:
-            return observation
         return {self.rename_map.get(key, key): value for key, value in observation.items()}
 
     def get_config(self) -> dict[str, Any]:
