@@ -1,5 +1,5 @@
-"""Write tests/fixtures/lerobot_0_6_1_signatures.json: LeRobot's public function signatures and
-the config fields of the policy types both projects have.
+"""Write tests/fixtures/lerobot_0_6_1_signatures.json: LeRobot's public function signatures, the
+public method signatures of the policy classes both projects have, and their config fields.
 
 Run once, by hand, with the PyPI package `lerobot` 0.6.1 in a scratch virtual environment
 outside this repository (never a dependency of this project):
@@ -12,9 +12,17 @@ Each entry records a function's parameters as the installed package's source def
 names in order, their kind (inspect's names) and their default (as source text). The source is
 parsed rather than imported: importing `lerobot.scripts.lerobot_eval` needs LeRobot's dataset
 extra, and the signature is in the source either way. tests/test_lerobot_compat.py checks that
-ours accept the same calls. The config fields are read from the imported config classes (they
-import without extras): tests/policies/test_pretrained.py checks that the config.json our
-`save_pretrained` writes holds none LeRobot lacks.
+ours accept the same calls.
+
+A policy class's methods are recorded as the class exposes them: a method it does not define
+comes from the first of its bases, in Python's method resolution order, that does
+(`from_pretrained` of PreTrainedPolicy, which overrides HubMixin's). The bases are followed
+through the parsed modules' imports; bases outside LeRobot (torch's `nn.Module`, `abc.ABC`)
+define none of these methods and are skipped. tests/test_lerobot_compat.py checks our classes'.
+
+The config fields are read from the imported config classes (they import without extras):
+tests/policies/test_pretrained.py checks that the config.json our `save_pretrained` writes holds
+none LeRobot lacks.
 """
 
 from __future__ import annotations
@@ -52,7 +60,11 @@ def module_source(module: str) -> ast.Module:
 
 def describe(tree: ast.Module, name: str) -> list[dict[str, str | None]]:
     [function] = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name]
-    args = function.args
+    return describe_arguments(function.args)
+
+
+def describe_arguments(args: ast.arguments) -> list[dict[str, str | None]]:
+    """Each parameter's name, inspect kind and default (as source text), in order."""
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
     kinds = ["POSITIONAL_ONLY"] * len(args.posonlyargs) + ["POSITIONAL_OR_KEYWORD"] * len(args.args)
@@ -69,6 +81,106 @@ def describe(tree: ast.Module, name: str) -> list[dict[str, str | None]]:
 
 
 POLICY_TYPES = ("act", "diffusion", "smolvla", "pi0", "pi05")
+POLICY_CLASSES = {
+    "act": "lerobot.policies.act.modeling_act.ACTPolicy",
+    "diffusion": "lerobot.policies.diffusion.modeling_diffusion.DiffusionPolicy",
+    "smolvla": "lerobot.policies.smolvla.modeling_smolvla.SmolVLAPolicy",
+    "pi0": "lerobot.policies.pi0.modeling_pi0.PI0Policy",
+    "pi05": "lerobot.policies.pi05.modeling_pi05.PI05Policy",
+}
+POLICY_METHODS = (
+    "select_action",
+    "predict_action_chunk",
+    "forward",
+    "reset",
+    "get_optim_params",
+    "from_pretrained",
+    "save_pretrained",
+)
+
+
+def class_node(qualified: str) -> ast.ClassDef:
+    module, _, name = qualified.rpartition(".")
+    [node] = [n for n in module_source(module).body if isinstance(n, ast.ClassDef) and n.name == name]
+    return node
+
+
+def imported_names(module: str) -> dict[str, str]:
+    """Where each name a module imports with `from ... import` comes from: {local name:
+    qualified name}, relative imports resolved against the module's package."""
+    package = module.split(".")[:-1]
+    names = {}
+    for node in module_source(module).body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        parts = package[: len(package) - node.level + 1] if node.level else []
+        source = ".".join(parts + (node.module.split(".") if node.module else []))
+        for alias in node.names:
+            names[alias.asname or alias.name] = f"{source}.{alias.name}"
+    return names
+
+
+def base_classes(qualified: str) -> list[str]:
+    """The qualified names of a class's bases that LeRobot's source defines, in order."""
+    module = qualified.rpartition(".")[0]
+    local = {n.name for n in module_source(module).body if isinstance(n, ast.ClassDef)}
+    imported = imported_names(module)
+    bases = []
+    for base in class_node(qualified).bases:
+        if not isinstance(base, ast.Name):
+            continue  # nn.Module, abc.ABC: outside LeRobot
+        if base.id in local:
+            bases.append(f"{module}.{base.id}")
+        elif imported.get(base.id, "").startswith("lerobot."):
+            bases.append(imported[base.id])
+    return bases
+
+
+def method_resolution_order(qualified: str) -> list[str]:
+    """C3 linearisation, as Python orders a class's bases, over the bases LeRobot defines."""
+    bases = base_classes(qualified)
+    sequences = [method_resolution_order(b) for b in bases] + [bases]
+    order = [qualified]
+    while any(sequences):
+        sequences = [s for s in sequences if s]
+        head = next(s[0] for s in sequences if not any(s[0] in t[1:] for t in sequences))
+        order.append(head)
+        sequences = [s[1:] if s[0] == head else s for s in sequences]
+    return order
+
+
+def binding(function: ast.FunctionDef) -> str:
+    """How the class exposes the function: "classmethod", "staticmethod" or "method"."""
+    names = {d.id for d in function.decorator_list if isinstance(d, ast.Name)}
+    return next((kind for kind in ("classmethod", "staticmethod") if kind in names), "method")
+
+
+def describe_method(qualified_class: str, name: str) -> dict | None:
+    """The method as the class exposes it, its self or cls left out; None if no class in its
+    resolution order defines it."""
+    for owner in method_resolution_order(qualified_class):
+        found = [n for n in class_node(owner).body if isinstance(n, ast.FunctionDef) and n.name == name]
+        if found:
+            function = found[-1]
+            parameters = describe_arguments(function.args)
+            kind = binding(function)
+            return {
+                "defined_in": owner,
+                "binding": kind,
+                "parameters": parameters if kind == "staticmethod" else parameters[1:],
+            }
+    return None
+
+
+def policy_methods() -> dict[str, dict]:
+    """Per policy type: its class and the signatures of the methods in POLICY_METHODS."""
+    return {
+        policy_type: {
+            "class": qualified,
+            "methods": {name: describe_method(qualified, name) for name in POLICY_METHODS},
+        }
+        for policy_type, qualified in POLICY_CLASSES.items()
+    }
 
 
 def config_fields() -> dict[str, list[str]]:
@@ -91,6 +203,7 @@ def main() -> None:
     document = {
         "lerobot_version": importlib.metadata.version("lerobot"),
         "signatures": signatures,
+        "policy_methods": policy_methods(),
         "config_fields": config_fields(),
     }
     OUT.write_text(json.dumps(document, indent=1) + "\n")

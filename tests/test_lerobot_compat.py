@@ -10,6 +10,7 @@ episodes), which are our extra `--env.*` settings. Real Meta-World, real ACT wei
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
@@ -142,6 +143,36 @@ def run_lerobot_user_script(checkpoint: Path, output_dir: Path) -> dict:
     return found
 
 
+def same_leading_parameters(ours: list[inspect.Parameter], theirs: list[dict]) -> list[inspect.Parameter]:
+    """Assert that ours begin with LeRobot's named parameters: same names, order and kinds (ours
+    may also take by keyword or position what LeRobot takes one way), same defaults where
+    LeRobot's is a literal (ours may give one where LeRobot requires the argument), and **kwargs
+    where LeRobot has them. Returns our named parameters after LeRobot's."""
+    named = [p for p in ours if p.kind is not p.VAR_KEYWORD]
+    expected_named = [p for p in theirs if p["kind"] != "VAR_KEYWORD"]
+    assert len(named) >= len(expected_named), f"{[p.name for p in named]}: LeRobot has {expected_named}"
+    for position, (actual, expected) in enumerate(zip(named, expected_named, strict=False)):
+        assert actual.name == expected["name"], f"parameter {position}: {actual.name} != {expected['name']}"
+        allowed = {expected["kind"], "POSITIONAL_OR_KEYWORD"}
+        assert actual.kind.name in allowed, f"{actual.name}: {actual.kind.name}, LeRobot {expected['kind']}"
+        if is_literal(expected["default"]):
+            assert repr(actual.default) == expected["default"], f"{actual.name}: default {actual.default!r}"
+    if any(p["kind"] == "VAR_KEYWORD" for p in theirs):
+        assert any(p.kind is p.VAR_KEYWORD for p in ours), "LeRobot takes **kwargs here"
+    return named[len(expected_named) :]
+
+
+def is_literal(source: str | None) -> bool:
+    """Whether a recorded default is a literal (None, a number, a string...), not an expression."""
+    if source is None:
+        return False
+    try:
+        ast.literal_eval(source)
+    except ValueError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("qualified_name", sorted(SIGNATURES["signatures"]))
 def test_public_functions_accept_every_call_lerobots_accept(qualified_name):
     """Same module path, parameter names, order, kinds and defaults; ours may add keyword-only
@@ -150,19 +181,40 @@ def test_public_functions_accept_every_call_lerobots_accept(qualified_name):
     ours = list(
         inspect.signature(inspect.unwrap(getattr(importlib.import_module(module), name))).parameters.values()
     )
-    theirs = SIGNATURES["signatures"][qualified_name]
-    named = [p for p in ours if p.kind is not p.VAR_KEYWORD]
-    for position, expected in enumerate(p for p in theirs if p["kind"] != "VAR_KEYWORD"):
-        actual = named[position]
-        assert actual.name == expected["name"], f"parameter {position}: {actual.name} != {expected['name']}"
-        allowed = {expected["kind"], "POSITIONAL_OR_KEYWORD"}
-        assert actual.kind.name in allowed, f"{actual.name}: {actual.kind.name}, LeRobot {expected['kind']}"
-        if expected["default"] is not None:
-            assert repr(actual.default) == expected["default"], f"{actual.name}: default {actual.default!r}"
-    extra = named[len([p for p in theirs if p["kind"] != "VAR_KEYWORD"]) :]
+    extra = same_leading_parameters(ours, SIGNATURES["signatures"][qualified_name])
     assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in extra), extra
-    if any(p["kind"] == "VAR_KEYWORD" for p in theirs):
-        assert any(p.kind is p.VAR_KEYWORD for p in ours)
+
+
+POLICY_METHODS = [
+    (policy_type, method)
+    for policy_type, recorded in SIGNATURES["policy_methods"].items()
+    for method in recorded["methods"]
+]
+
+
+@pytest.mark.parametrize(("policy_type", "method"), POLICY_METHODS)
+def test_policy_methods_accept_every_call_lerobots_accept(policy_type, method):
+    """Each public method of LeRobot's policy classes (inherited ones included), on our class of
+    the same module path and name: a classmethod where LeRobot's is one, and LeRobot's
+    parameters as in the function test. Ours may add parameters after LeRobot's when they have
+    defaults (row resets' `env_ids` and `seeds`, π's `noise` in select_action): where LeRobot's
+    method takes no *args, every call it accepts binds to the same parameters here."""
+    recorded = SIGNATURES["policy_methods"][policy_type]
+    module, _, class_name = recorded["class"].rpartition(".")
+    policy_class = getattr(importlib.import_module(module), class_name)
+    theirs = recorded["methods"][method]
+    attribute = getattr(policy_class, method)
+    assert not getattr(attribute, "__isabstractmethod__", False), f"{class_name}.{method} is abstract"
+    is_classmethod = inspect.ismethod(attribute)  # bound to the class
+    assert is_classmethod == (theirs["binding"] == "classmethod"), f"LeRobot's is a {theirs['binding']}"
+    ours = list(inspect.signature(inspect.unwrap(attribute)).parameters.values())
+    if not is_classmethod:
+        ours = ours[1:]  # self
+    extra = same_leading_parameters(ours, theirs["parameters"])
+    takes_args = any(p["kind"] == "VAR_POSITIONAL" for p in theirs["parameters"])
+    assert all(p.default is not p.empty and (p.kind is p.KEYWORD_ONLY or not takes_args) for p in extra), (
+        extra
+    )
 
 
 @pytest.mark.slow

@@ -28,7 +28,12 @@ from tests.policies.synthetic_backbone import backbone_digest, synthetic_tensor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
 NAMES = ("act", "diffusion", "diffusion_ddim")
-KEPT_ASIDE = {"model_without_backbone.safetensors", "backbone.json", "expected.safetensors"}
+KEPT_ASIDE = {
+    "model_without_backbone.safetensors",
+    "backbone.json",
+    "expected.safetensors",
+    "noise.safetensors",
+}
 # Env flags under which each fixture's inputs exist (Meta-World shapes, small images).
 ENV_FLAGS = {
     "act": ("--env.observation_height=96", "--env.observation_width=96"),

@@ -1,14 +1,20 @@
 """Diffusion Policy against actions LeRobot 0.6.1 computed with the same weights and noise.
 
-Fixtures: `diffusion` (DDPM, 100 steps, GroupNorm backbone, 84x84 centre crop) and
-`diffusion_ddim` (DDIM, 10 steps, BatchNorm backbone, two cameras resized then cropped, env state).
+Fixtures: `diffusion` (DDPM, 100 steps, GroupNorm backbone, 84x84 centre crop),
+`diffusion_ddim` (DDIM, 10 steps, BatchNorm backbone, two cameras resized then cropped, env state),
+and `diffusion_pusht` (PushT's shapes) with its noise.safetensors: LeRobot's actions for a given
+`noise` argument (scripts/make_noise_fixtures.py).
 """
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
+from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy, center_crop
-from tests.policies.checkpoints import ENV_FLAGS, expected, load, raw_step
+from lerobot.policies.factory import make_pre_post_processors
+from tests.policies import seeded_inputs
+from tests.policies.checkpoints import ENV_FLAGS, FIXTURES, expected, load, materialize, raw_step
 
 TOLERANCE = {"atol": 1e-5, "rtol": 0}
 NAMES = ("diffusion", "diffusion_ddim")
@@ -85,6 +91,68 @@ def test_different_seeds_give_different_actions(checkpoints):
     same_obs = {k: v[:1].expand(2, *v.shape[1:]) for k, v in raw_step(recorded, 0).items()}
     actions = loaded.act(same_obs)
     assert not torch.allclose(actions[0], actions[1])
+
+
+# --- the `noise` argument, against LeRobot's diffusion_pusht actions ---------------------------
+NOISE_RECORD = FIXTURES / "diffusion_pusht" / "noise.safetensors"
+DDIM = {"noise_scheduler_type": "DDIM", "num_inference_steps": 10}  # actions: inputs and noise alone
+
+
+@pytest.fixture(scope="module")
+def pusht_checkpoint(tmp_path_factory):
+    return materialize("diffusion_pusht", tmp_path_factory.mktemp("diffusion_pusht"))
+
+
+def load_as_lerobot_user(path, **overrides):
+    """Our DiffusionPolicy.from_pretrained and preprocessor, called as the fixture script calls
+    LeRobot's; the normalised PushT steps of `seeded_inputs`, pixels in [0, 1]."""
+    config = PreTrainedConfig.from_pretrained(path)
+    for field, value in overrides.items():
+        setattr(config, field, value)
+    policy = DiffusionPolicy.from_pretrained(path, config=config)
+    preprocessor, _ = make_pre_post_processors(config, pretrained_path=path)
+    steps = [
+        preprocessor({k: v.float() / 255.0 if v.dtype == torch.uint8 else v for k, v in step.items()})
+        for step in seeded_inputs.pusht_steps()
+    ]
+    return policy, steps
+
+
+def test_select_action_starts_each_chunk_from_the_given_noise_as_lerobot(pusht_checkpoint):
+    """DDIM, two envs, ten steps (two chunks): `select_action(batch, noise=noise)` gives LeRobot's."""
+    recorded = load_file(NOISE_RECORD)
+    assert torch.equal(seeded_inputs.steps_digest(seeded_inputs.pusht_steps()), recorded["inputs_sha256"])
+    policy, steps = load_as_lerobot_user(pusht_checkpoint, **DDIM)
+    policy.reset()
+    actions = torch.stack([policy.select_action(step, noise=recorded["noise"].clone()) for step in steps])
+    torch.testing.assert_close(actions, recorded["ddim.select_action"], **TOLERANCE)
+
+
+def test_predict_action_chunk_reads_the_history_select_action_keeps_as_lerobot(pusht_checkpoint):
+    """A fresh policy predicts from the batch's own history; after select_action, from the
+    history it keeps (the batch's values are not read), both from the given noise."""
+    recorded = load_file(NOISE_RECORD)
+    policy, steps = load_as_lerobot_user(pusht_checkpoint, **DDIM)
+    history = {k: torch.stack([steps[0][k], steps[1][k]], dim=1) for k in policy.config.input_features}
+    policy.reset()
+    chunk = policy.predict_action_chunk(history, noise=recorded["noise"].clone())
+    torch.testing.assert_close(chunk, recorded["ddim.chunk"], **TOLERANCE)
+    policy.reset()
+    for step in steps[:3]:
+        policy.select_action(step, noise=recorded["noise"].clone())
+    chunk = policy.predict_action_chunk(steps[2], noise=recorded["noise"].clone())
+    torch.testing.assert_close(chunk, recorded["ddim.chunk_after_select_action"], **TOLERANCE)
+
+
+def test_given_noise_with_ddpm_steps_from_the_rows_seed_matches_lerobot(pusht_checkpoint):
+    """The checkpoint as saved (DDPM, 100 steps), one env: the initial sample is the given noise,
+    the later steps' noise comes from the row's generator, seeded as LeRobot's global one."""
+    recorded = load_file(NOISE_RECORD)
+    policy, steps = load_as_lerobot_user(pusht_checkpoint)
+    policy.reset(env_ids=[0], seeds=[EPISODE_SEED])
+    noise = recorded["noise"][:1]
+    actions = [policy.select_action({k: v[:1] for k, v in s.items()}, noise=noise.clone()) for s in steps]
+    torch.testing.assert_close(torch.stack(actions), recorded["ddpm.select_action.row_0"], **TOLERANCE)
 
 
 def test_center_crop_pads_small_images_and_rounds_offsets_half_to_even():

@@ -143,6 +143,26 @@ def loaded_images(recorded, meta) -> dict[str, torch.Tensor]:
     return {k: v for k, v in raw_step(recorded, meta, 0).items() if k.startswith("observation.images.")}
 
 
+def test_predict_action_chunk_takes_lerobots_sampler_keywords(pi_dirs):
+    """LeRobot's π passes predict_action_chunk's keywords to its sampler: `num_steps` gives the
+    chunk of a policy configured with that many steps; real-time chunking's change nothing
+    (RTC is off); a keyword no sampler reads is refused, naming the ones that count."""
+    recorded, meta = expected("pi0")
+    loaded, two_steps = load(pi_dirs["pi0"]), load(pi_dirs["pi0"], num_inference_steps=2)
+    batch = loaded.pre(raw_step(recorded, meta, 0))
+    noise = recorded["noise"]
+    chunk = loaded.policy.predict_action_chunk(fresh(batch), noise=noise.clone(), num_steps=2)
+    torch.testing.assert_close(
+        chunk, two_steps.policy.predict_action_chunk(fresh(batch), noise=noise.clone())
+    )
+    assert not torch.allclose(chunk, recorded["chunk.normalized"], atol=1e-3)
+    rtc = {"inference_delay": 2, "prev_chunk_left_over": None, "execution_horizon": 5}
+    chunk = loaded.policy.predict_action_chunk(fresh(batch), noise=noise.clone(), **rtc)
+    torch.testing.assert_close(chunk, recorded["chunk.normalized"], **EXACT)
+    with pytest.raises(TypeError, match="num_step; it takes noise, execution_horizon, .*num_steps"):
+        loaded.policy.predict_action_chunk(fresh(batch), num_step=2)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_bfloat16_layout_matches_lerobot(pi_dirs, name):
     """dtype=bfloat16: the Gemma weights in bfloat16, SigLIP, the projector and every norm in

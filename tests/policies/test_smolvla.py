@@ -125,6 +125,31 @@ def test_training_loss_and_gradients_match_lerobot(smolvla_dirs, name):
     )
 
 
+def test_per_sample_loss_is_each_samples_loss_over_its_real_steps(smolvla_dirs):
+    """`forward(..., reduction="none")`, LeRobot's per-sample form (for RA-BC weighting): row i's
+    value is the loss of row i alone, padded steps left out; the info has LeRobot's keys."""
+    recorded, _ = expected("smolvla")
+    policy = load(smolvla_dirs["smolvla"]).policy
+    batch = {k.removeprefix("train.batch."): v for k, v in recorded.items() if k.startswith("train.batch.")}
+    batch["action_is_pad"] = torch.zeros_like(batch["action_is_pad"])
+    batch["action_is_pad"][1, -3:] = True
+    noise, time = recorded["train.noise"], recorded["train.time"]
+    with torch.no_grad():
+        per_sample, info = policy.forward(fresh(batch), noise=noise, time=time, reduction="none")
+        alone = [
+            policy.forward({k: v[i : i + 1] for k, v in batch.items()}, noise[i : i + 1], time[i : i + 1])[0]
+            for i in range(2)
+        ]
+    torch.testing.assert_close(per_sample, torch.stack(alone), **EXACT)
+    assert set(info) == {
+        "losses_after_forward",
+        "losses_after_in_ep_bound",
+        "losses_after_rm_padding",
+        "loss",
+    }
+    assert info["loss"] == pytest.approx(float(per_sample.mean()))
+
+
 def test_load_vlm_weights_holds_lerobots_bfloat16_layout(smolvla_dirs):
     """With load_vlm_weights=true LeRobot runs the VLM and the expert in bfloat16 (not the
     expert's cross-attention k/v, nor SmolVLA's projections): same dtypes, same chunk."""

@@ -70,13 +70,22 @@ class DiffusionPolicy(PreTrainedPolicy):
         self._generators = {row: state[2] for row, state in enumerate(states) if state[2] is not None}
 
     @torch.no_grad()
-    def select_action(self, batch: dict[str, Tensor]) -> Tensor:
+    def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
+        """The next action of every row; rows whose queue ran out plan a new chunk together.
+
+        `noise` (B, horizon, action_dim) is LeRobot's: the initial sample of the rows that plan
+        at this step (each takes its own row of it); DDPM's later steps still draw from each
+        row's generator.
+        """
         n_rows = batch_size(batch)
         self._history.push(self._stack_cameras(batch))
         rows = self._queue.empty_rows(n_rows)
         if rows:
             generators = [self._generators.setdefault(row, _generator(None)) for row in rows]
-            actions = self.diffusion.generate_actions(self._history.rows(rows), generator=generators)
+            rows_noise = noise[rows] if noise is not None else None
+            actions = self.diffusion.generate_actions(
+                self._history.rows(rows), noise=rows_noise, generator=generators
+            )
             self._queue.fill(rows, actions, n_rows)
         return self._queue.pop()
 
@@ -88,11 +97,20 @@ class DiffusionPolicy(PreTrainedPolicy):
 
     @torch.no_grad()
     def predict_action_chunk(
-        self, batch: dict[str, Tensor], noise: Tensor | None = None, generator: Generators = None
+        self, batch: dict[str, Tensor], noise: Tensor | None = None, *, generator: Generators = None
     ) -> Tensor:
-        """`n_action_steps` actions from a batch that already holds the observation history,
-        shapes (B, n_obs_steps, ...) per key; `noise` fixes the initial sample."""
-        return self.diffusion.generate_actions(self._stack_cameras(batch), noise=noise, generator=generator)
+        """(B, n_action_steps, action_dim): the actions from the current step on.
+
+        As in LeRobot, the observations are those `select_action` keeps when it holds every
+        row's history (the batch's values are then not read), else the batch's own, shaped
+        (B, n_obs_steps, ...) per key (a camera's (B, C, H, W) counts as one step). `noise`
+        (B, horizon, action_dim) fixes the initial sample; `generator` draws DDPM's step noise
+        (torch's global generator when None, as LeRobot's does).
+        """
+        observations = self._history.complete(batch_size(batch))
+        if observations is None:
+            observations = self._stack_cameras(_with_step_axis(batch, self.config.image_features))
+        return self.diffusion.generate_actions(observations, noise=noise, generator=generator)
 
     def _stack_cameras(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         """The model's inputs: state, env state, and all cameras stacked on dim -4."""
@@ -100,6 +118,14 @@ class DiffusionPolicy(PreTrainedPolicy):
         if self.config.image_features:
             inputs[OBS_IMAGES] = torch.stack([batch[key] for key in self.config.image_features], dim=-4)
         return inputs
+
+
+def _with_step_axis(batch: dict[str, Tensor], cameras: Sequence[str]) -> dict[str, Tensor]:
+    """The batch with single-step camera frames (B, C, H, W) as histories of one step."""
+    return {
+        key: value.unsqueeze(1) if key in cameras and value.ndim == 4 else value
+        for key, value in batch.items()
+    }
 
 
 def _generator(seed: int | None) -> torch.Generator:
@@ -160,6 +186,12 @@ class ObservationHistory:
             for key, value in kept[0].items()
         }
         self.pending = {row for row, state in enumerate(states) if state is None}
+
+    def complete(self, n_rows: int) -> dict[str, Tensor] | None:
+        """Every row's last n observations when all `n_rows` rows have them, else None."""
+        if not self.steps or self.pending or next(iter(self.steps.values())).shape[0] != n_rows:
+            return None
+        return dict(self.steps)
 
     def rows(self, rows: Sequence[int]) -> dict[str, Tensor]:
         index = list(rows)

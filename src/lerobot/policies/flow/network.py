@@ -103,8 +103,11 @@ class FlowMatchingNetwork(nn.Module, abc.ABC):
 
     # -- inference ---------------------------------------------------------------------------
 
-    def sample_actions(self, inputs: VLAInputs, noise: Tensor | None = None) -> Tensor:
-        """Euler integration of the expert's velocity from noise (t=1) to actions (t=0)."""
+    def sample_actions(
+        self, inputs: VLAInputs, noise: Tensor | None = None, num_steps: int | None = None
+    ) -> Tensor:
+        """Euler integration of the expert's velocity from noise (t=1) to actions (t=0), in
+        `num_steps` steps (None: the type's config)."""
         if noise is None:
             shape = (inputs.tokens.shape[0], self.config.chunk_size, self.config.max_action_dim)
             noise = sample_noise(shape, inputs.tokens.device)
@@ -117,7 +120,7 @@ class FlowMatchingNetwork(nn.Module, abc.ABC):
         return euler_integrate(
             lambda x_t, time: self.denoise_step(inputs.state, x_t, time, cache, prefix_pad),
             noise,
-            self.num_denoising_steps,
+            self.num_denoising_steps if num_steps is None else num_steps,
         )
 
     def denoise_step(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,28 @@ from lerobot.policies.flow.streaming_weights import WeightsError, load_streaming
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.constants import OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS
 
+RTC_KEYWORDS = frozenset({"inference_delay", "prev_chunk_left_over", "execution_horizon"})
+"""LeRobot's real-time-chunking arguments. They steer sampling only with RTC enabled, which
+this build refuses (`--policy.rtc_config.enabled`), so here, as in LeRobot with RTC off, they
+change nothing."""
+
+
+def refuse_unknown_keywords(method: str, given: Mapping[str, Any], accepted: Set[str]) -> None:
+    """LeRobot's samplers pass **kwargs along and drop what they do not read, so a misspelt
+    keyword goes unnoticed there; here it is an error that names the keywords that count."""
+    unknown = sorted(set(given) - accepted)
+    if unknown:
+        raise TypeError(
+            f"{method}() got unexpected keyword arguments: {', '.join(unknown)}; "
+            f"it takes noise, {', '.join(sorted(accepted))}"
+        )
+
 
 class FlowSamplingPolicy(PreTrainedPolicy):
     model: FlowMatchingNetwork
+    chunk_keywords: frozenset[str] = RTC_KEYWORDS
+    """What `predict_action_chunk` takes besides `noise`: the keywords LeRobot's sampler of the
+    type reads."""
 
     def __init__(self, config: PreTrainedConfig):
         super().__init__(config)
@@ -112,11 +131,14 @@ class FlowSamplingPolicy(PreTrainedPolicy):
     # -- sampling -----------------------------------------------------------------------------
 
     @torch.no_grad()
-    def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None) -> Tensor:
+    def select_action(self, batch: dict[str, Tensor], noise: Tensor | None = None, **kwargs: Any) -> Tensor:
         """The next action of every row; rows whose queue ran out sample a chunk together.
 
-        `noise` (B, chunk_size, max_action_dim) fixes the sampling noise of those rows.
+        `noise` (B, chunk_size, max_action_dim) fixes the sampling noise of those rows (each
+        takes its own row of it). LeRobot's real-time-chunking keywords change nothing here,
+        as in LeRobot's select_action.
         """
+        refuse_unknown_keywords(f"{type(self).__name__}.select_action", kwargs, RTC_KEYWORDS)
         n_rows = batch_size(batch)
         rows = self._queue.empty_rows(n_rows)
         if rows:
@@ -127,11 +149,15 @@ class FlowSamplingPolicy(PreTrainedPolicy):
 
     @torch.no_grad()
     def predict_action_chunk(
-        self, batch: dict[str, Tensor], noise: Tensor | None = None, **_: object
+        self, batch: dict[str, Tensor], noise: Tensor | None = None, **kwargs: Any
     ) -> Tensor:
-        """(B, chunk_size, action_dim) normalised actions; noise from torch's generator if None."""
+        """(B, chunk_size, action_dim) normalised actions from the initial sample `noise`
+        (B, chunk_size, max_action_dim), drawn from torch's generator if None. π's `num_steps`
+        sets this chunk's Euler steps (default: the config's), as its `sample_actions` does in
+        LeRobot."""
+        refuse_unknown_keywords(f"{type(self).__name__}.predict_action_chunk", kwargs, self.chunk_keywords)
         self.eval()
-        actions = self.sample_chunk(self.prepare_inputs(batch), noise)
+        actions = self.sample_chunk(self.prepare_inputs(batch), noise, kwargs.get("num_steps"))
         return self.adapt_actions(actions[:, :, : self.config.action_feature.shape[0]].float())
 
     def prepare_inputs(self, batch: dict[str, Tensor]) -> VLAInputs:
@@ -145,9 +171,9 @@ class FlowSamplingPolicy(PreTrainedPolicy):
             self.prepare_state(batch),
         )
 
-    def sample_chunk(self, inputs: VLAInputs, noise: Tensor | None) -> Tensor:
+    def sample_chunk(self, inputs: VLAInputs, noise: Tensor | None, num_steps: int | None = None) -> Tensor:
         """The network's `sample_actions`; a type may run it otherwise (compiled, autocast)."""
-        return self.model.sample_actions(inputs, noise)
+        return self.model.sample_actions(inputs, noise, num_steps)
 
     def adapt_actions(self, actions: Tensor) -> Tensor:
         """The actions in the env's conventions: as sampled, unless a type converts them."""

@@ -26,14 +26,17 @@ from __future__ import annotations
 import abc
 import logging
 from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
+from lerobot.configs.policies import PreTrainedConfig
 from lerobot.policies.flow.matching import pad_vector, sample_time, sinusoidal_time_embedding
 from lerobot.policies.flow.network import FlowMatchingNetwork, TokenSequence, VLAInputs
-from lerobot.policies.flow.sampling_policy import FlowSamplingPolicy
+from lerobot.policies.flow.sampling_policy import RTC_KEYWORDS, FlowSamplingPolicy
 from lerobot.policies.pi.configuration import GEMMA_VARIANTS, PiFlowConfig
 from lerobot.policies.pi.gemma import PaliGemmaWithExpert, additive_mask
 from lerobot.utils.constants import ACTION, OBS_STATE
@@ -50,6 +53,7 @@ class PiFlowPolicy(FlowSamplingPolicy):
     """
 
     config: PiFlowConfig
+    chunk_keywords = RTC_KEYWORDS | {"num_steps"}
 
     def __init__(self, config: PiFlowConfig):
         super().__init__(config)
@@ -69,16 +73,50 @@ class PiFlowPolicy(FlowSamplingPolicy):
         """SigLIP's position ids."""
         self.model.paligemma_with_expert.reset_buffers()
 
+    @classmethod
+    def from_pretrained(
+        cls,
+        pretrained_name_or_path: str | Path,
+        *,
+        config: PreTrainedConfig | None = None,
+        force_download: bool = False,
+        resume_download: bool | None = None,
+        proxies: dict | None = None,
+        token: str | bool | None = None,
+        cache_dir: str | Path | None = None,
+        local_files_only: bool = False,
+        revision: str | None = None,
+        strict: bool = True,
+        **kwargs: Any,
+    ) -> PiFlowPolicy:
+        """Every policy's `from_pretrained`, with the default LeRobot's π classes give `strict`
+        (True). π checkpoints load every tensor by name whatever it says (`load_checkpoint`)."""
+        return super().from_pretrained(
+            pretrained_name_or_path,
+            config=config,
+            force_download=force_download,
+            resume_download=resume_download,
+            proxies=proxies,
+            token=token,
+            cache_dir=cache_dir,
+            local_files_only=local_files_only,
+            revision=revision,
+            strict=strict,
+            **kwargs,
+        )
+
     def forward(
         self,
         batch: dict[str, Tensor],
+        reduction: str = "mean",
+        *,
         noise: Tensor | None = None,
         time: Tensor | None = None,
-        reduction: str = "mean",
     ) -> tuple[Tensor, dict]:
         """Training loss for a preprocessed batch with normalised `action` (B, chunk_size, A):
         the squared velocity error, averaged over steps and real action dimensions ("none": per
-        sample). Noise, then time, are drawn from torch's generator if None, as LeRobot does."""
+        sample). Noise, then time, are drawn from torch's generator if None, as LeRobot does;
+        LeRobot's π takes neither, so they come by keyword only, after its `reduction`."""
         actions = pad_vector(batch[ACTION], self.config.max_action_dim)
         losses = self.model(self.prepare_inputs(batch), actions, noise, time)
         losses = losses[:, :, : self.config.action_feature.shape[0]]
@@ -114,10 +152,10 @@ class PiFlowPolicy(FlowSamplingPolicy):
             masks.append(torch.zeros_like(masks[-1]))
         return images, masks
 
-    def sample_chunk(self, inputs: VLAInputs, noise: Tensor | None) -> Tensor:
+    def sample_chunk(self, inputs: VLAInputs, noise: Tensor | None, num_steps: int | None = None) -> Tensor:
         """Through torch.compile with compile_model; under bfloat16 autocast with use_amp."""
         with self._amp():
-            return self._sample(inputs, noise)
+            return self._sample(inputs, noise, num_steps)
 
     def _amp(self):
         """`--policy.use_amp=true` on CUDA: bfloat16 autocast (Gemma overflows float16)."""

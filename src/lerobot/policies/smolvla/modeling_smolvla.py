@@ -79,25 +79,32 @@ class SmolVLAPolicy(FlowSamplingPolicy):
         return cls(config, vlm_weights=False)
 
     def forward(
-        self, batch: dict[str, Tensor], noise: Tensor | None = None, time: Tensor | None = None
+        self,
+        batch: dict[str, Tensor],
+        noise: Tensor | None = None,
+        time: Tensor | None = None,
+        reduction: str = "mean",
     ) -> tuple[Tensor, dict[str, float]]:
         """Training loss for a preprocessed batch with normalised `action` (B, chunk_size, A) and
         optionally `action_is_pad` (B, chunk_size): the mean squared velocity error over real
-        steps and action dimensions. Noise, then time, are drawn from torch's generator if None."""
+        steps and action dimensions, per sample with `reduction="none"`. Noise, then time, are
+        drawn from torch's generator if None. The info holds LeRobot's keys: the mean error
+        before and after masking padded steps, and the loss."""
         actions = batch[ACTION]
         if self.config.adapt_to_pi_aloha:
             actions = aloha_encode_actions_inverse(actions.clone())
         actions = pad_vector(actions, self.config.max_action_dim)
         losses = self.model(self.prepare_inputs(batch), actions, noise, time)
         losses = losses[:, :, : self.config.action_feature.shape[0]]
+        info = {"losses_after_forward": float(losses.detach().mean())}
         is_pad = batch.get(ACTION_IS_PAD)
-        if is_pad is None:
-            loss = losses.mean()
-        else:
+        if is_pad is not None:
             losses = losses * (~is_pad).unsqueeze(-1)
-            n_valid = ((~is_pad).sum() * losses.shape[-1]).clamp_min(1)
-            loss = losses.sum() / n_valid
-        return loss, {"flow_mse": float(loss.detach())}
+            info["losses_after_in_ep_bound"] = float(losses.detach().mean())
+        info["losses_after_rm_padding"] = float(losses.detach().mean())
+        loss = reduce_masked_loss(losses, is_pad, per_sample=reduction == "none")
+        info["loss"] = float(loss.detach().mean())
+        return loss, info
 
     def prepare_state(self, batch: dict[str, Tensor]) -> Tensor:
         """The last state step, Aloha-converted if asked, zero-padded to max_state_dim."""
@@ -281,6 +288,16 @@ class VLAFlowMatching(FlowMatchingNetwork):
         pad = torch.ones(n_rows, n_tokens, dtype=torch.bool, device=fused.device)
         blocks = torch.ones(n_rows, self.config.chunk_size, dtype=torch.bool, device=fused.device)
         return fused, pad, blocks, None
+
+
+def reduce_masked_loss(losses: Tensor, is_pad: Tensor | None, per_sample: bool) -> Tensor:
+    """The mean of (B, steps, dims) errors already zeroed at padded steps, over the real steps
+    only: one number, or one per sample (B,)."""
+    dims = (1, 2) if per_sample else (0, 1, 2)
+    if is_pad is None:
+        return losses.mean(dim=dims)
+    n_real_steps = (~is_pad).sum(dim=1) if per_sample else (~is_pad).sum()
+    return losses.sum(dim=dims) / (n_real_steps * losses.shape[-1]).clamp_min(1)
 
 
 def pad_tensor(tensor: Tensor, max_len: int, pad_value: float = 0) -> Tensor:
