@@ -11,6 +11,7 @@ from torch import Tensor
 from lerobot.processor.core import EnvTransition, TransitionKey
 from lerobot.processor.steps import Features, ProcessorStep, ProcessorStepRegistry
 from lerobot.utils.constants import OBS_ENV_STATE, OBS_IMAGE, OBS_IMAGES, OBS_STATE
+from lerobot.utils.not_in_this_build import refused_names
 
 DROPPED_COMPLEMENTARY = ("language_persistent", "language_events")
 """Per-dataset language annotations LeRobot's step drops from a sample."""
@@ -71,3 +72,6 @@ def _batched_complementary(data: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, list) and (not value or isinstance(value[0], first_of_one)):
             out[key] = [value]
     return out
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -16,6 +16,7 @@ import torch
 
 from lerobot.processor.core import EnvTransition, PolicyAction, RobotAction, RobotObservation, TransitionKey
 from lerobot.utils.constants import ACTION, ENV_TASK, OBS_PREFIX
+from lerobot.utils.not_in_this_build import refused_names
 
 REWARD = "next.reward"
 DONE = "next.done"
@@ -142,3 +143,6 @@ def _complementary_data(batch: dict[str, Any]) -> dict[str, Any]:
 def _check_is_transition(transition: Any) -> None:
     if not isinstance(transition, dict):
         raise ValueError(f"a transition is a dict, not {type(transition).__name__}")
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -9,6 +9,7 @@ from typing import Any
 
 from lerobot.processor.core import EnvTransition
 from lerobot.processor.steps import Features, ProcessorStep, ProcessorStepRegistry
+from lerobot.utils.not_in_this_build import refused_names
 
 
 @dataclass
@@ -50,3 +51,6 @@ class AbsoluteActionsProcessorStep(_DisabledActionsStep):
 
     def get_config(self) -> dict[str, Any]:
         return {"enabled": self.enabled}
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

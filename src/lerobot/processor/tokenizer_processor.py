@@ -17,6 +17,7 @@ from lerobot.processor.language import (
 )
 from lerobot.processor.steps import ProcessorStepRegistry
 from lerobot.utils.constants import TASK
+from lerobot.utils.not_in_this_build import refused_names
 
 
 @ProcessorStepRegistry.register(name=TOKENIZER_STEP)
@@ -65,3 +66,6 @@ class Pi05PrepareStateTokenizerProcessorStep(InstructionStep):
 
     def __post_init__(self) -> None:
         self.batch_step = StatePromptTask(task_key=self.task_key)
+
+
+__getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -92,6 +92,26 @@ REFUSED: dict[str, dict[str, str]] = {
         **_each(BENCHMARK, "IsaaclabArenaProcessorStep"),
     },
     "lerobot.processor.env_processor": _each(BENCHMARK, "IsaaclabArenaProcessorStep"),
+    "lerobot.processor.converters": {
+        **_each(PROCESSOR, "to_tensor"),
+        **_each(
+            ROBOT,
+            "robot_action_observation_to_transition",
+            "robot_action_to_transition",
+            "transition_to_robot_action",
+        ),
+    },
+    "lerobot.processor.batch_processor": _each(
+        PROCESSOR,
+        "AddBatchDimensionActionStep",
+        "AddBatchDimensionObservationStep",
+        "AddBatchDimensionComplementaryDataStep",
+    ),  # fmt: skip
+    "lerobot.processor.tokenizer_processor": _each(PROCESSOR, "ActionTokenizerProcessorStep"),
+    "lerobot.processor.relative_action_processor": {
+        **_each(ROBOT, "MapDeltaActionToRobotActionStep", "MapTensorToDeltaActionDictStep"),
+        **_each(PROCESSOR, "to_relative_actions", "to_absolute_actions"),
+    },
     "lerobot.envs": {**_each(ROBOT, "HILSerlRobotEnvConfig"), **_each(HUB_CODE, "HubEnvConfig")},
     "lerobot.envs.configs": {
         **_each(HUB_CODE, "HubEnvConfig"),
