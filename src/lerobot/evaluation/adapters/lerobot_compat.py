@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from lerobot.configs.env import TaskSpec
-from lerobot.envs.gym_vector import describe_task, has_slot_control, max_episode_steps, slot_env
+from lerobot.configs.gym_env import vector_max_episode_steps
+from lerobot.envs.gym_vector import describe_task, has_slot_control, slot_env
 from lerobot.envs.slots import task_of
 from lerobot.envs.utils import add_envs_task, preprocess_observation
 from lerobot.envs.vector import LazyVectorEnv
@@ -195,7 +196,7 @@ def rollout(
     if recording_dir is not None:
         raise ValueError("rollout(recording_dir=...): record with eval_policy(..., recording_dir=...)")
     n_envs = env.num_envs
-    limit = max_episode_steps(env)
+    limit = vector_max_episode_steps(env)
     policy.reset()
     observation, _ = env.reset(seed=seeds)
     if render_callback is not None:
