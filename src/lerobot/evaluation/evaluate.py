@@ -117,8 +117,7 @@ def make_backend(cfg: EvalPipelineConfig, plan: RunPlan) -> tuple[EvalBackend, E
         return RayBackend(cfg, settings), cfg
     policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
     try:
-        preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
-        settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
+        settings = settings.with_processors(make_pre_post_processors(cfg.policy))
         recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
         batch = BatchRun(cfg.eval, cfg.env, cfg.policy, policy, settings, plan)
         backend, settled = make_settled_local_backend(batch, recorders)

@@ -65,16 +65,9 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
     """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/, with
     the training's config as their provenance (a resumed training redoes the step's evaluation)."""
     out = in_loop_eval_dir(cfg.output_dir, step)
-    preprocessor, postprocessor = trainee.processors()
     settings = RolloutSettings.from_config(
-        cfg.eval,
-        cfg.seed,
-        use_amp=cfg.policy.use_amp,
-        rename_map=cfg.rename_map,
-        videos_dir=out / "videos",
-        preprocessor=preprocessor,
-        postprocessor=postprocessor,
-    )
+        cfg.eval, cfg.seed, use_amp=cfg.policy.use_amp, rename_map=cfg.rename_map, videos_dir=out / "videos"
+    ).with_processors(trainee.processors())
     plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
     batch = BatchRun(cfg.eval, cfg.env, cfg.policy, trainee.policy, settings, plan)
     backend, _ = make_settled_local_backend(batch)

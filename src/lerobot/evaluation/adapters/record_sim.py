@@ -23,7 +23,6 @@ logger = logging.getLogger(__name__)
 def record_sim(cfg: RecordSimConfig) -> Path:
     """Run cfg.n_episodes episodes of the env's one task; write those kept under cfg.root."""
     policy = make_policy(cfg.policy, env_cfg=cfg.env)
-    preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
     (task,) = cfg.env.tasks()
     recorder = DatasetRecorder(
         cfg.root,
@@ -43,7 +42,7 @@ def record_sim(cfg: RecordSimConfig) -> Path:
             "kept" if keep else "dropped",
         )
 
-    settings = RolloutSettings(start_seed=cfg.seed, preprocessor=preprocessor, postprocessor=postprocessor)
+    settings = RolloutSettings(start_seed=cfg.seed).with_processors(make_pre_post_processors(cfg.policy))
     hooks = RolloutHooks(
         on_step=lambda _env_id, episode, observation, action, step: recorder.add_step(
             episode, observation, action, step

@@ -210,8 +210,7 @@ class EpisodeWorker:
 
         self.cfg = cfg
         self.policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
-        preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
-        self.settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
+        self.settings = settings.with_processors(make_pre_post_processors(cfg.policy))
 
     def ready(self) -> int:
         """The actor's pid, once the policy is built."""
