@@ -12,6 +12,10 @@ A config written LeRobot's way, which only names a gym id (`gym_id`, by default
 `gym_<type>/<task>`) and its `gym_kwargs` (and maybe LeRobot's `features` / `features_map`),
 works too: every method below has a default for it, one task whose env `gym.make` builds (see
 `lerobot.configs.gym_env`). The built-in benchmarks implement them all.
+
+LeRobot's own way to build a benchmark's envs is a config method, `create_envs(n_envs,
+use_async_envs)`, with `get_env_processors()` beside it. Both have defaults here: our lazy
+vector envs of the config's tasks, and identity processors.
 """
 
 from __future__ import annotations
@@ -28,6 +32,12 @@ from lerobot.configs import gym_env
 from lerobot.configs.fields import facts
 from lerobot.configs.types import PolicyFeature
 from lerobot.utils.errors import ConfigError
+
+LAZY_ENVS = "lerobot.envs.factory:make_lazy_envs"
+"""What the default `create_envs` runs: the env layer's builder of our lazy vector envs, named by
+entry point (as a benchmark names its env class), so a config parses without the env layer."""
+DEFAULT_ENV_PROCESSORS = "lerobot.envs.processors:build_env_processors"
+"""What the default `get_env_processors` runs (the env layer's processors, named the same way)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +208,23 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         if limit is None and self.env_entry_point is None:
             limit = self.gym_kwargs.get("max_episode_steps") or self._gym_env_info().max_episode_steps
         return limit
+
+    # --- LeRobot's env-building API -----------------------------------------------------
+    def create_envs(self, n_envs: int, use_async_envs: bool = False) -> dict[str, dict[int, Any]]:
+        """{suite: {task_id: vector env}}, `n_envs` envs for every task: LeRobot's method, which
+        its `make_env` (and ours) calls.
+
+        Default, for every built-in benchmark: our lazy vector envs (`LazyVectorEnv`), which start
+        their simulators, in worker processes with `use_async_envs`, on first use.
+        """
+        return gym_env.load_entry_point(LAZY_ENVS)(self, n_envs, use_async_envs)
+
+    def get_env_processors(self) -> tuple[Any, Any]:
+        """(preprocessor, postprocessor): LeRobot's env processors, applied by every evaluation
+        around the policy's own. The preprocessor maps the observation batch before the policy's
+        preprocessor; the postprocessor maps `{"action": tensor}` after the policy's
+        postprocessor. Default: identities (our envs give the policy's format already)."""
+        return gym_env.load_entry_point(DEFAULT_ENV_PROCESSORS)()
 
     # --- LeRobot's gym-id configs ----------------------------------------------------------
     @property

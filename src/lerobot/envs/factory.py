@@ -1,7 +1,9 @@
 """Dispatch from configs to envs: the one place that turns a task into a vector env.
 
 `make_env`, `make_env_config` and `make_env_pre_post_processors` have LeRobot 0.6.1's
-signatures, so code written against `lerobot.envs.factory` runs unchanged.
+signatures and, as there, ask the config (`EnvConfig.create_envs`, `EnvConfig.get_env_processors`),
+so code written against `lerobot.envs.factory` runs unchanged and a benchmark written for LeRobot
+that overrides either is used. What `create_envs` does by default is here (`make_lazy_envs`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from lerobot.utils.errors import ConfigError
 
 __all__ = ["close_envs", "make_env", "make_env_config", "make_env_pre_post_processors", "make_task_env"]
 
-EnvsByGroup = dict[str, dict[int, LazyVectorEnv]]
+EnvsByGroup = dict[str, dict[int, Any]]
 
 
 def make_env_config(env_type: str, **kwargs) -> EnvConfig:
@@ -34,16 +36,13 @@ def make_env(
     use_async_envs: bool = False,
     hub_cache_dir: str | None = None,
     trust_remote_code: bool = False,
-    *,
-    step_timeout_s: float | None = None,
 ) -> EnvsByGroup:
-    """{suite: {task_id: VectorEnv}} for `cfg`.
+    """{suite: {task_id: VectorEnv}} for `cfg`: what its `create_envs` builds.
 
-    Nothing is started here: each VectorEnv starts its workers (and, inside them, its
-    simulators) on first use, and the evaluation closes it when its task is done, so only
-    one task's workers are ever alive. LeRobot's hub form (`cfg` a repo id whose env.py is
-    downloaded and executed) is refused: this build never runs code from the hub, whatever
-    `trust_remote_code` says; `hub_cache_dir` is accepted for the signature.
+    For the built-in benchmarks nothing is started here (`make_lazy_envs`). LeRobot's hub form
+    (`cfg` a repo id whose env.py is downloaded and executed) is refused: this build never runs
+    code from the hub, whatever `trust_remote_code` says; `hub_cache_dir` is accepted for the
+    signature.
     """
     if isinstance(cfg, str):
         raise ConfigError(
@@ -52,10 +51,18 @@ def make_env(
         )
     if n_envs < 1:
         raise ConfigError(f"n_envs={n_envs}: need at least one env")
-    envs: EnvsByGroup = {}
+    return cfg.create_envs(n_envs=n_envs, use_async_envs=use_async_envs)
+
+
+def make_lazy_envs(cfg: EnvConfig, n_envs: int, use_async_envs: bool) -> dict[str, dict[int, LazyVectorEnv]]:
+    """`EnvConfig.create_envs` by default: a lazy vector env for every task of `cfg`.
+
+    Each one starts its workers (and, inside them, its simulators) on first use, and the
+    evaluation closes it when its task is done, so only one task's workers are ever alive.
+    """
+    envs: dict[str, dict[int, LazyVectorEnv]] = {}
     for task in cfg.tasks():
-        env = make_task_env(cfg, task, n_envs, use_async_envs, step_timeout_s)
-        envs.setdefault(task.group, {})[task.task_id] = env
+        envs.setdefault(task.group, {})[task.task_id] = make_task_env(cfg, task, n_envs, use_async_envs)
     return envs
 
 
@@ -92,27 +99,7 @@ def make_task_env(
 
 
 def make_env_pre_post_processors(env_cfg: EnvConfig, policy_cfg: Any) -> tuple[Any, Any]:
-    """LeRobot's env processors: (observation batch -> batch, {"action": ...} -> same).
-
-    LeRobot converts LIBERO's raw robot state and flips its images in an env preprocessor; the
-    envs here already give the converted state and upright images, so both are identities for
-    every benchmark. A config may provide its own with a `get_env_processors()` method, as
-    LeRobot's env configs do.
-    """
-    custom = getattr(env_cfg, "get_env_processors", None)
-    if callable(custom):
-        return custom()
-    return IdentityEnvProcessor(), IdentityEnvProcessor()
-
-
-class IdentityEnvProcessor:
-    """An env processor that changes nothing: the batch (or {"action": tensor}) as given."""
-
-    def __call__(self, value: Any) -> Any:
-        return value
-
-    def reset(self) -> None:
-        """Nothing to forget between episodes."""
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+    """LeRobot's env processors, as `env_cfg.get_env_processors()` gives them: (observation
+    batch -> batch, {"action": tensor} -> the same). `policy_cfg` is accepted for the signature
+    (LeRobot swaps in X-VLA's own pair; this build has no X-VLA)."""
+    return env_cfg.get_env_processors()

@@ -21,6 +21,7 @@ from pathlib import Path
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.envs.factory import make_env_pre_post_processors
 from lerobot.evaluation.results import RunResult
 from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders
 from lerobot.evaluation.run.batching.layout import BatchLayout, arranged, task_envs
@@ -117,7 +118,9 @@ def make_backend(cfg: EvalPipelineConfig, plan: RunPlan) -> tuple[EvalBackend, E
         return RayBackend(cfg, settings), cfg
     policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
     try:
-        settings = settings.with_processors(make_pre_post_processors(cfg.policy))
+        settings = settings.with_processors(
+            make_pre_post_processors(cfg.policy), make_env_pre_post_processors(cfg.env, cfg.policy)
+        )
         recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
         batch = BatchRun(cfg.eval, cfg.env, cfg.policy, policy, settings, plan)
         backend, settled = make_settled_local_backend(batch, recorders)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lerobot.configs.record import FileLimits, RecordSimConfig
 from lerobot.datasets.recorder import DatasetRecorder
-from lerobot.envs.factory import make_task_env
+from lerobot.envs.factory import make_env_pre_post_processors, make_task_env
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.factory import make_policy, make_pre_post_processors
@@ -42,7 +42,9 @@ def record_sim(cfg: RecordSimConfig) -> Path:
             "kept" if keep else "dropped",
         )
 
-    settings = RolloutSettings(start_seed=cfg.seed).with_processors(make_pre_post_processors(cfg.policy))
+    settings = RolloutSettings(start_seed=cfg.seed).with_processors(
+        make_pre_post_processors(cfg.policy), make_env_pre_post_processors(cfg.env, cfg.policy)
+    )
     hooks = RolloutHooks(
         on_step=lambda _env_id, episode, observation, action, step: recorder.add_step(
             episode, observation, action, step
