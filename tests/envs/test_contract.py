@@ -133,6 +133,7 @@ def test_create_envs_gives_a_lazy_vector_env_per_task_with_nothing_started(env_t
     cfg = EnvConfig.get_choice_class(env_type).tiny_config()
     envs = cfg.create_envs(n_envs=2, use_async_envs=True)
     try:
+        assert not cfg.builds_own_envs
         by_key = {(group, task_id): env for group, by_id in envs.items() for task_id, env in by_id.items()}
         assert {task.key: task for task in cfg.tasks()} == {key: env.task for key, env in by_key.items()}
         for env in by_key.values():

@@ -1,4 +1,5 @@
-"""How an env config's envs are built: from an entry point, or LeRobot's way from a gym id.
+"""How an env config's envs are built: from an entry point, LeRobot's way from a gym id, or by
+the config itself.
 
 The built-in benchmarks name their env class by an entry point (`"module:Class"`, Gymnasium's
 registry form), imported inside the worker that builds the env (`make_entry_point_env`).
@@ -7,8 +8,9 @@ gymnasium id (`gym_<type>/<task>`, the package `gym_<type>` registers it) and th
 arguments of `gym.make`. Such a config runs here without implementing `EnvConfig`'s other
 methods: the env is built by `gym.make` inside each worker, and what the run needs to know
 beforehand (spaces, instruction, step limit) is read once from one env built in this process
-and closed again (`probe`); a vector env built elsewhere is read the way LeRobot reads it
-(`vector_env_info`). gymnasium is imported only when one of these is used.
+and closed again (`probe`). A config that overrides `create_envs` (LeRobot's way to build a
+benchmark's vector envs itself) is read the same way from one build of its vector envs, one env
+per task (`probe_created_envs`). gymnasium is imported only when one of these is used.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ class GymEnvInfo:
     max_episode_steps: int | None
     render_fps: int | None
     name: str = ""
-    """The task's name, where the env states one (a vector env, in its metadata or its sub-envs'
-    `task`)."""
+    """The task's name, where the env states one (a vector env built by a config's own
+    `create_envs`, in its metadata or its sub-envs' `task`)."""
 
 
 def make_gym_env(gym_id: str, package: str, disable_env_checker: bool, gym_kwargs: Mapping[str, Any]):
@@ -117,6 +119,24 @@ def features_from_spaces(observation_space: Any, action_space: Any) -> dict[str,
             kind = FeatureType.ENV if env_key == "environment_state" else FeatureType.STATE
             features[STATE_KEYS[env_key]] = PolicyFeature(kind, tuple(space.shape))
     return features
+
+
+def probe_created_envs(
+    create_envs: Callable[..., Mapping[str, Mapping[int, Any]]],
+) -> dict[tuple[str, int], GymEnvInfo]:
+    """{(suite, task_id): what the run needs of that task}, read from the vector envs a config's
+    own `create_envs` builds with one env each in this process, closed again."""
+    envs = create_envs(n_envs=1, use_async_envs=False)
+    try:
+        return {
+            (group, task_id): vector_env_info(env)
+            for group, by_id in envs.items()
+            for task_id, env in by_id.items()
+        }
+    finally:
+        for by_id in envs.values():
+            for env in by_id.values():
+                env.close()
 
 
 def vector_env_info(env: Any) -> GymEnvInfo:
