@@ -59,6 +59,26 @@ def register_env_type():
         EnvConfig._choice_registry.pop(name, None)
 
 
+@pytest.fixture
+def echo_plugin(tmp_path, monkeypatch):
+    """The echo benchmark of tests/plugin_packages.py (written for LeRobot: it builds its own
+    envs and has env processors) imported as `--env.type=echo` for one test, then forgotten;
+    the fixture's value is its folder, for a subprocess's PYTHONPATH."""
+    import importlib
+    import sys
+
+    from lerobot.configs.env import EnvConfig
+    from tests.plugin_packages import write_echo_plugin
+
+    site = write_echo_plugin(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    sys.modules.pop("lerobot_env_echo", None)
+    importlib.import_module("lerobot_env_echo")
+    yield site
+    EnvConfig._choice_registry.pop("echo", None)
+    sys.modules.pop("lerobot_env_echo", None)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `docker` build and run a benchmark image (minutes, several GB): they run
     only when a `-m` expression names the marker (`pytest -m docker`), never in a plain

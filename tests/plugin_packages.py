@@ -4,6 +4,12 @@
 names a gym id, its `gym_kwargs` and LeRobot's `features` / `features_map`, nothing else. The
 gym id belongs to `gym_toy`, a small real gymnasium env (a point that moves toward a goal).
 `lerobot_policy_broken` fails to import, as a plugin written for a newer LeRobot might.
+
+`lerobot_env_echo` is a multi-task benchmark written for LeRobot 0.6.1 that builds its own vector
+envs (`create_envs`: gymnasium's SyncVectorEnv, or AsyncVectorEnv when asked for async envs)
+and has env processors (`get_env_processors`) whose effects show in every result: the policy
+sees the state shifted by +10, the env receives the action shifted by +100, and the reward of
+a step is the action's first component.
 """
 
 from __future__ import annotations
@@ -75,6 +81,109 @@ class ToyEnv(EnvConfig):
         return {"max_episode_steps": self.episode_length}
 """
 
+LEROBOT_ENV_ECHO = """
+import functools
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.envs.configs import EnvConfig
+
+
+class EchoEnv(gym.Env):
+    \"\"\"A point that stays at (start, 0); a step's reward is its action's first component.\"\"\"
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, start, episode_length):
+        self.start, self._max_episode_steps = start, episode_length
+        self.task = f"echo-{start:g}"
+        self.task_description = f"echo the action from {start:g}"
+        box = spaces.Box(-100, 100, (2,), np.float32)
+        self.observation_space = spaces.Dict({"agent_pos": box, "environment_state": box})
+        self.action_space = spaces.Box(-1, 1, (2,), np.float32)
+        self.n_steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.n_steps = 0
+        return self._observation(), {}
+
+    def step(self, action):
+        self.n_steps += 1
+        truncated = self.n_steps >= self._max_episode_steps
+        return self._observation(), float(np.asarray(action)[0]), False, truncated, {"is_success": False}
+
+    def _observation(self):
+        position = np.array([self.start, 0.0], np.float32)
+        return {"agent_pos": position, "environment_state": position.copy()}
+
+    def render(self):
+        return np.zeros((8, 8, 3), np.uint8)
+
+
+class AddToState:
+    \"\"\"Env preprocessor step: the policy sees the state shifted by `offset`.\"\"\"
+
+    def __init__(self, offset):
+        self.offset = offset
+
+    def __call__(self, batch):
+        return {**batch, "observation.state": batch["observation.state"] + self.offset}
+
+
+class AddToAction:
+    \"\"\"Env postprocessor step: the env receives the action shifted by `offset`.\"\"\"
+
+    def __init__(self, offset):
+        self.offset = offset
+
+    def __call__(self, transition):
+        return {**transition, "action": transition["action"] + self.offset}
+
+
+@EnvConfig.register_subclass("echo")
+@dataclass
+class EchoSuiteEnv(EnvConfig):
+    task: str = "echo"
+    fps: int = 10
+    episode_length: int = 3
+    n_tasks: int = 2
+    features: dict[str, PolicyFeature] = field(
+        default_factory=lambda: {
+            "action": PolicyFeature(type=FeatureType.ACTION, shape=(2,)),
+            "agent_pos": PolicyFeature(type=FeatureType.STATE, shape=(2,)),
+            "environment_state": PolicyFeature(type=FeatureType.ENV, shape=(2,)),
+        }
+    )
+    features_map: dict[str, str] = field(
+        default_factory=lambda: {
+            "action": "action",
+            "agent_pos": "observation.state",
+            "environment_state": "observation.environment_state",
+        }
+    )
+
+    @property
+    def gym_kwargs(self) -> dict:
+        return {}
+
+    def create_envs(self, n_envs, use_async_envs=False):
+        env_cls = gym.vector.AsyncVectorEnv if use_async_envs and n_envs > 1 else gym.vector.SyncVectorEnv
+        return {
+            "echo": {
+                task_id: env_cls([functools.partial(EchoEnv, float(task_id), self.episode_length)] * n_envs)
+                for task_id in range(self.n_tasks)
+            }
+        }
+
+    def get_env_processors(self):
+        return AddToState(10.0), AddToAction(100.0)
+"""
+
 BROKEN_POLICY = """raise ImportError("No module named 'lerobot.optim'")
 """
 
@@ -95,4 +204,10 @@ def write_plugins(site: Path) -> Path:
     write_package(site, "gym_toy", GYM_TOY, distribution=False)
     write_package(site, "lerobot_env_toy", LEROBOT_ENV_TOY)
     write_package(site, "lerobot_policy_broken", BROKEN_POLICY)
+    return site
+
+
+def write_echo_plugin(site: Path) -> Path:
+    """The echo benchmark plugin (it builds its own envs), alone under `site`."""
+    write_package(site, "lerobot_env_echo", LEROBOT_ENV_ECHO)
     return site

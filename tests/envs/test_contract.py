@@ -9,7 +9,9 @@ come from its own `tiny_config()`: adding a benchmark needs no line here. Each o
   torch or simulator package;
 - list its tasks: each with a group, an id, a name, an instruction, a frame rate and a step limit;
 - state that step limit where LeRobot's code reads it, the env's `_max_episode_steps` (or its
-  registered spec's limit).
+  registered spec's limit);
+- answer LeRobot's `create_envs` with our lazy vector envs, one per task, nothing started, and
+  `get_env_processors` with processors that leave its batches and actions as they are.
 
 And on its real simulator, in a vector env built by lerobot-eval's factory (`make_task_env`)
 with one env in this process and one in a worker process (`--eval.envs_in_main_process=1`),
@@ -47,8 +49,8 @@ from lerobot.configs.env import EnvConfig, TaskSpec
 from lerobot.configs.gym_env import probe
 from lerobot.configs.types import FeatureType
 from lerobot.envs.commands import StepResult
-from lerobot.envs.factory import make_task_env
-from lerobot.envs.vector import stack_observations
+from lerobot.envs.factory import close_envs, make_task_env
+from lerobot.envs.vector import LazyVectorEnv, stack_observations
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_STATE
 
@@ -124,6 +126,30 @@ def test_the_step_limit_is_the_one_the_env_states(env_type):
     cfg = EnvConfig.get_choice_class(env_type)()
     for task in cfg.tasks():
         assert probe(cfg.env_factory(task.name)).max_episode_steps == task.max_steps, task.name
+
+
+@pytest.mark.parametrize("env_type", ENV_TYPES)
+def test_create_envs_gives_a_lazy_vector_env_per_task_with_nothing_started(env_type):
+    cfg = EnvConfig.get_choice_class(env_type).tiny_config()
+    envs = cfg.create_envs(n_envs=2, use_async_envs=True)
+    try:
+        assert not cfg.builds_own_envs
+        by_key = {(group, task_id): env for group, by_id in envs.items() for task_id, env in by_id.items()}
+        assert {task.key: task for task in cfg.tasks()} == {key: env.task for key, env in by_key.items()}
+        for env in by_key.values():
+            assert isinstance(env, LazyVectorEnv) and env.num_envs == 2 and not env.started
+    finally:
+        close_envs(envs)
+
+
+@pytest.mark.parametrize("env_type", ENV_TYPES)
+def test_its_env_processors_leave_its_batches_and_actions_as_they_are(env_type):
+    """Our envs give the policy's format already (LIBERO's step only checks that they do)."""
+    preprocessor, postprocessor = EnvConfig.get_choice_class(env_type).tiny_config().get_env_processors()
+    state, action = torch.arange(8.0).reshape(2, 4), torch.ones(2, 7)
+    batch = preprocessor({OBS_STATE: state, "task": ["a", "b"]})
+    assert batch.keys() == {OBS_STATE, "task"} and batch[OBS_STATE] is state and batch["task"] == ["a", "b"]
+    assert postprocessor({ACTION: action})[ACTION] is action
 
 
 # --- on the real simulator ---------------------------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from lerobot.envs.factory import make_env, make_env_config
+from lerobot.envs.factory import make_env, make_env_config, make_env_pre_post_processors
 from lerobot.envs.libero import LiberoEnv, LiberoEnvConfig
 from lerobot.envs.libero.install import find_assets_dir, write_libero_config
 from lerobot.envs.libero.observation import agent_state, format_observation, quaternion_to_axis_angle
@@ -157,6 +157,17 @@ def test_bad_settings_fail_in_one_line_naming_the_flag(kwargs, message):
         LiberoEnvConfig(**kwargs)
     assert str(err.value).startswith(message)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("env_type", ["libero", "libero_pro"])
+def test_its_env_preprocessor_runs_lerobots_libero_step_as_lerobot_does(env_type):
+    """LeRobot's pair for LIBERO, also for LIBERO-PRO (LIBERO's envs): `LiberoProcessorStep` in
+    the preprocessor, which stops robosuite's raw state, none in the postprocessor."""
+    cfg = make_env_config(env_type, task_ids=[0], **SMALL)
+    preprocessor, postprocessor = make_env_pre_post_processors(cfg, policy_cfg=None)
+    assert [type(step) for step in preprocessor.steps] == [LiberoProcessorStep] and postprocessor.steps == ()
+    with pytest.raises(ValueError, match="robosuite's raw state"):
+        preprocessor({"observation.robot_state": {}})
 
 
 def test_missing_assets_name_the_extra_to_install(monkeypatch):

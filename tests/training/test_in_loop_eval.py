@@ -7,12 +7,14 @@ import time
 from dataclasses import dataclass, fields
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import lerobot.envs  # noqa: F401  (registers --env.type values)
 import lerobot.policies  # noqa: F401  (registers --policy.type values)
 from lerobot.configs.parser import CliError, parse_config
 from lerobot.configs.train import TrainPipelineConfig
+from lerobot.datasets.reader import EpisodeFrames
 from lerobot.envs.metaworld import MetaworldEnvConfig
 from lerobot.training.train import build_trainee, evaluate_in_loop
 from tests.training.conftest import ENV_FLAGS, TINY_ACT, make_frames
@@ -133,3 +135,47 @@ def test_in_loop_evaluation_runs_at_the_batch_size_measured_for_its_workload(tmp
     assert "envs per task: 1 (in-process)" in caplog.text
     info = json.loads((cfg.output_dir / "eval" / "step_1" / "eval_info.json").read_text())
     assert info["overall"]["n_episodes"] == 2
+
+
+def echo_frames(n: int = 8) -> EpisodeFrames:
+    """Episodes with the echo benchmark's features (2-d state, env state and actions), the
+    actions near 0: an untrained policy's actions come out near 0 too."""
+    rng = np.random.default_rng(0)
+    return EpisodeFrames(
+        info={"fps": 10},
+        vectors={
+            "observation.state": rng.normal(size=(n, 2)).astype(np.float32),
+            "observation.environment_state": rng.normal(size=(n, 2)).astype(np.float32),
+            "action": rng.normal(scale=0.01, size=(n, 2)).astype(np.float32),
+        },
+        images={},
+        episode_starts=np.array([0, n // 2]),
+        episode_lengths=np.array([n // 2, n - n // 2]),
+        episode_indices=np.arange(2),
+    )
+
+
+def test_in_loop_evaluation_runs_a_benchmarks_own_envs_with_its_env_processors(tmp_path, echo_plugin):
+    """The echo plugin (tests/plugin_packages.py) builds its own envs and shifts the env's
+    actions by +100 in its env postprocessor; its step's reward is the action's first component."""
+    cfg = parse_config(
+        TrainPipelineConfig,
+        [
+            f"--dataset.root={tmp_path}",
+            f"--output_dir={tmp_path / 'out'}",
+            "--env.type=echo",
+            *TINY_ACT,
+            "--eval.n_episodes=2",
+            "--eval.batch_size=2",
+            "--eval.use_async_envs=false",
+            "--eval.max_episodes_rendered=0",
+        ],
+    )
+    evaluate_in_loop(cfg, build_trainee(cfg, echo_frames()), step=1, wandb_run=None)
+
+    info = json.loads((cfg.output_dir / "eval" / "step_1" / "eval_info.json").read_text())
+    assert [(t["task_group"], t["task_id"], t["task"]) for t in info["per_task"]] == [
+        ("echo", 0, "echo-0"),
+        ("echo", 1, "echo-1"),
+    ]
+    assert all(e["n_steps"] == 3 and abs(e["sum_reward"] - 300) < 1 for e in info["per_episode"])

@@ -12,6 +12,12 @@ A config written LeRobot's way, which only names a gym id (`gym_id`, by default
 `gym_<type>/<task>`) and its `gym_kwargs` (and maybe LeRobot's `features` / `features_map`),
 works too: every method below has a default for it, one task whose env `gym.make` builds (see
 `lerobot.configs.gym_env`). The built-in benchmarks implement them all.
+
+LeRobot's own way to build a benchmark's envs is a config method, `create_envs(n_envs,
+use_async_envs)`, with `get_env_processors()` beside it. Both have defaults here: our lazy
+vector envs of the config's tasks, and identity processors. A benchmark written for LeRobot
+that overrides `create_envs` (`builds_own_envs`) is run on the vector envs it returns, and its
+tasks and spaces are read from one build of them.
 """
 
 from __future__ import annotations
@@ -28,6 +34,12 @@ from lerobot.configs import gym_env
 from lerobot.configs.fields import facts
 from lerobot.configs.types import PolicyFeature
 from lerobot.utils.errors import ConfigError
+
+LAZY_ENVS = "lerobot.envs.factory:make_lazy_envs"
+"""What the default `create_envs` runs: the env layer's builder of our lazy vector envs, named by
+entry point (as a benchmark names its env class), so a config parses without the env layer."""
+DEFAULT_ENV_PROCESSORS = "lerobot.envs.processors:build_env_processors"
+"""What the default `get_env_processors` runs (the env layer's processors, named the same way)."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +179,10 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         return {group: dict(enumerate(tasks)) for group, tasks in self.task_groups().items()}
 
     def tasks(self) -> tuple[TaskSpec, ...]:
-        """Every task of the run, in evaluation order."""
+        """Every task of the run, in evaluation order: for a config that builds its own envs,
+        those its `create_envs` returns."""
+        if self.builds_own_envs:
+            return self._own_env_tasks()
         return tuple(
             TaskSpec(
                 group=group,
@@ -198,6 +213,32 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         if limit is None and self.env_entry_point is None:
             limit = self.gym_kwargs.get("max_episode_steps") or self._gym_env_info().max_episode_steps
         return limit
+
+    # --- LeRobot's env-building API -----------------------------------------------------
+    def create_envs(self, n_envs: int, use_async_envs: bool = False) -> dict[str, dict[int, Any]]:
+        """{suite: {task_id: vector env}}, `n_envs` envs for every task: LeRobot's method, which
+        its `make_env` (and ours) calls.
+
+        Default, for every built-in benchmark: our lazy vector envs (`LazyVectorEnv`), which start
+        their simulators, in worker processes with `use_async_envs`, on first use. A benchmark
+        written for LeRobot may override it to build its own gymnasium vector envs: `lerobot-eval`
+        and in-training evaluation then run on those (`builds_own_envs`).
+        """
+        return gym_env.load_entry_point(LAZY_ENVS)(self, n_envs, use_async_envs)
+
+    def get_env_processors(self) -> tuple[Any, Any]:
+        """(preprocessor, postprocessor): LeRobot's env processors, applied by every evaluation
+        around the policy's own. The preprocessor maps the observation batch before the policy's
+        preprocessor; the postprocessor maps `{"action": tensor}` after the policy's
+        postprocessor. Default: identities (our envs give the policy's format already)."""
+        return gym_env.load_entry_point(DEFAULT_ENV_PROCESSORS)()
+
+    @property
+    def builds_own_envs(self) -> bool:
+        """Whether this config overrides `create_envs` (a benchmark written for LeRobot): its
+        runs step the vector envs it returns, with what of our seeding and isolation they allow,
+        instead of our lazy envs of `env_factory`."""
+        return type(self).create_envs is not EnvConfig.create_envs
 
     # --- LeRobot's gym-id configs ----------------------------------------------------------
     @property
@@ -273,12 +314,41 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
 
     def _gym_env_info(self) -> gym_env.GymEnvInfo:
         """Spaces, instruction and limits of the first task's env, read once."""
+        if self.builds_own_envs:
+            return next(iter(self._own_envs_info().values()))
         info = self.__dict__.get("_gym_env_info_cache")
         if info is None:
             first = next(iter(self.task_groups().values()))[0]
             info = gym_env.probe(self.env_factory(first))
             self.__dict__["_gym_env_info_cache"] = info
         return info
+
+    def _own_envs_info(self) -> dict[tuple[str, int], gym_env.GymEnvInfo]:
+        """What each task's vector env says of itself, from one build of `create_envs` (one env
+        per task, closed again), read once."""
+        infos = self.__dict__.get("_own_envs_info_cache")
+        if infos is None:
+            infos = gym_env.probe_created_envs(self.create_envs)
+            if not infos:
+                raise ConfigError(f"--env.type={self.type}: its create_envs(n_envs=1) returned no env")
+            self.__dict__["_own_envs_info_cache"] = infos
+        return infos
+
+    def _own_env_tasks(self) -> tuple[TaskSpec, ...]:
+        """The tasks of the envs `create_envs` builds: named as each env says (else
+        `--env.task`), with this config's frame rate and its `episode_length` as step limit
+        where it has one (LeRobot's field), else the env's."""
+        return tuple(
+            TaskSpec(
+                group=group,
+                task_id=task_id,
+                name=info.name or self.task or "",
+                description=info.task_description,
+                fps=self.fps,
+                max_steps=getattr(self, "episode_length", None) or info.max_episode_steps,
+            )
+            for (group, task_id), info in self._own_envs_info().items()
+        )
 
 
 def env_class_getter(

@@ -1,4 +1,5 @@
-"""How an env config's envs are built: from an entry point, or LeRobot's way from a gym id.
+"""How an env config's envs are built: from an entry point, LeRobot's way from a gym id, or by
+the config itself.
 
 The built-in benchmarks name their env class by an entry point (`"module:Class"`, Gymnasium's
 registry form), imported inside the worker that builds the env (`make_entry_point_env`).
@@ -7,7 +8,9 @@ gymnasium id (`gym_<type>/<task>`, the package `gym_<type>` registers it) and th
 arguments of `gym.make`. Such a config runs here without implementing `EnvConfig`'s other
 methods: the env is built by `gym.make` inside each worker, and what the run needs to know
 beforehand (spaces, instruction, step limit) is read once from one env built in this process
-and closed again (`probe`). gymnasium is imported only when one of these is used.
+and closed again (`probe`). A config that overrides `create_envs` (LeRobot's way to build a
+benchmark's vector envs itself) is read the same way from one build of its vector envs, one env
+per task (`probe_created_envs`). gymnasium is imported only when one of these is used.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ class GymEnvInfo:
     task_description: str
     max_episode_steps: int | None
     render_fps: int | None
+    name: str = ""
+    """The task's name, where the env states one (a vector env built by a config's own
+    `create_envs`, in its metadata or its sub-envs' `task`)."""
 
 
 def make_gym_env(gym_id: str, package: str, disable_env_checker: bool, gym_kwargs: Mapping[str, Any]):
@@ -113,3 +119,79 @@ def features_from_spaces(observation_space: Any, action_space: Any) -> dict[str,
             kind = FeatureType.ENV if env_key == "environment_state" else FeatureType.STATE
             features[STATE_KEYS[env_key]] = PolicyFeature(kind, tuple(space.shape))
     return features
+
+
+def probe_created_envs(
+    create_envs: Callable[..., Mapping[str, Mapping[int, Any]]],
+) -> dict[tuple[str, int], GymEnvInfo]:
+    """{(suite, task_id): what the run needs of that task}, read from the vector envs a config's
+    own `create_envs` builds with one env each in this process, closed again."""
+    envs = create_envs(n_envs=1, use_async_envs=False)
+    try:
+        return {
+            (group, task_id): vector_env_info(env)
+            for group, by_id in envs.items()
+            for task_id, env in by_id.items()
+        }
+    finally:
+        for by_id in envs.values():
+            for env in by_id.values():
+                env.close()
+
+
+def vector_env_info(env: Any) -> GymEnvInfo:
+    """A gymnasium vector env's task, as LeRobot reads it: name and instruction from its metadata
+    (`task`, `task_description`), else from its first sub-env's attributes; the step limit of
+    its sub-envs (`vector_max_episode_steps`)."""
+    metadata = env.metadata or {}
+    name = metadata.get("task") or first_sub_env_attribute(env, "task")
+    description = metadata.get("task_description") or first_sub_env_attribute(env, "task_description")
+    fps = metadata.get("render_fps")
+    return GymEnvInfo(
+        observation_space=env.single_observation_space,
+        action_space=env.single_action_space,
+        task_description=description if isinstance(description, str) else "",
+        max_episode_steps=vector_max_episode_steps(env),
+        render_fps=int(fps) if fps else None,
+        name=name if isinstance(name, str) else "",
+    )
+
+
+def vector_max_episode_steps(env: Any) -> int | None:
+    """The step limit of a vector env's episodes, when it states one: its first sub-env's
+    registered spec (a SyncVectorEnv), its own spec, else its sub-envs' `_max_episode_steps`."""
+    import gymnasium as gym
+    import numpy as np
+
+    first = env.envs[0] if isinstance(env, gym.vector.SyncVectorEnv) else None
+    spec = getattr(first, "spec", None) or getattr(env, "spec", None)
+    limit = getattr(spec, "max_episode_steps", None)
+    if limit is None:
+        limit = first_sub_env_attribute(env, "_max_episode_steps")
+    return int(limit) if isinstance(limit, int | np.integer) else None
+
+
+def first_sub_env_attribute(env: Any, name: str) -> Any:
+    """A vector env's first sub-env's attribute `name` (through its wrappers), or None."""
+    values = sub_env_attribute(env, name)
+    return values[0] if values else None
+
+
+def sub_env_attribute(env: Any, name: str) -> list[Any] | None:
+    """Every sub-env's attribute `name` (looked up through its wrappers), or None when they
+    lack it.
+
+    Asked first whether they have it: a gymnasium AsyncVectorEnv shuts a worker down for good
+    when a call in it raises, so probing with `call` and catching AttributeError would break it.
+    """
+    sub_envs = getattr(env, "envs", None)
+    if sub_envs is not None:  # a SyncVectorEnv: ask the sub-envs directly
+        if not all(sub.has_wrapper_attr(name) for sub in sub_envs):
+            return None
+        return [sub.get_wrapper_attr(name) for sub in sub_envs]
+    try:
+        if not all(env.call("has_wrapper_attr", name)):
+            return None
+        return list(env.call(name))
+    except (AttributeError, NotImplementedError):  # a vector env without `call`
+        return None

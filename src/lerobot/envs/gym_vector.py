@@ -18,9 +18,9 @@ import gymnasium as gym
 import numpy as np
 
 from lerobot.configs.env import TaskSpec
+from lerobot.configs.gym_env import vector_env_info
 from lerobot.envs.commands import StepResult
-from lerobot.envs.slots import SlotFailure, SlotRound, task_from_metadata
-from lerobot.envs.utils import sub_env_attribute
+from lerobot.envs.slots import DEFAULT_FPS, SlotFailure, SlotRound
 from lerobot.envs.vector import LazyVectorEnv
 
 
@@ -44,31 +44,15 @@ def describe_task(env: Any, group: str = "", task_id: int = 0) -> TaskSpec:
     """The task a foreign vector env runs: name, instruction, video fps and step limit, read
     from its metadata and its first sub-env's attributes (`task`, `task_description`,
     `_max_episode_steps` or the registered spec's limit), as LeRobot reads them."""
-    metadata = getattr(env, "metadata", None) or {}
-    return task_from_metadata(
-        metadata,
-        group,
-        task_id,
-        name=metadata.get("task") or _sub_env_attribute(env, "task"),
-        description=metadata.get("task_description") or _sub_env_attribute(env, "task_description"),
-        max_steps=max_episode_steps(env),
+    info = vector_env_info(env)
+    return TaskSpec(
+        group=group,
+        task_id=task_id,
+        name=info.name,
+        description=info.task_description,
+        fps=info.render_fps or DEFAULT_FPS,
+        max_steps=info.max_episode_steps,
     )
-
-
-def max_episode_steps(env: Any) -> int | None:
-    """The step limit of the env's episodes, when it states one."""
-    first = env.envs[0] if isinstance(env, gym.vector.SyncVectorEnv) else None
-    spec = getattr(first, "spec", None) or getattr(env, "spec", None)
-    limit = getattr(spec, "max_episode_steps", None)
-    if limit is None:
-        limit = _sub_env_attribute(env, "_max_episode_steps")
-    return int(limit) if isinstance(limit, int | np.integer) else None
-
-
-def _sub_env_attribute(env: Any, name: str) -> Any:
-    """The first sub-env's attribute `name` (through its wrappers), or None."""
-    values = sub_env_attribute(env, name)
-    return values[0] if values else None
 
 
 class WholeBatchEnv:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lerobot.configs.env import EnvConfig
+from lerobot.configs.gym_env import sub_env_attribute
 from lerobot.configs.types import PolicyFeature
 from lerobot.utils.constants import OBS_IMAGE, OBS_IMAGES, OBS_PREFIX, TASK
 
@@ -80,26 +81,6 @@ def env_task_descriptions(env: Any) -> list[str]:
         if values is not None and all(isinstance(value, str) for value in values):
             return values
     return [""] * env.num_envs
-
-
-def sub_env_attribute(env: Any, name: str) -> list[Any] | None:
-    """Every sub-env's attribute `name` (looked up through its wrappers), or None when they
-    lack it.
-
-    Asked first whether they have it: a gymnasium AsyncVectorEnv shuts a worker down for good
-    when a call in it raises, so probing with `call` and catching AttributeError would break it.
-    """
-    sub_envs = getattr(env, "envs", None)
-    if sub_envs is not None:  # a SyncVectorEnv: ask the sub-envs directly
-        if not all(sub.has_wrapper_attr(name) for sub in sub_envs):
-            return None
-        return [sub.get_wrapper_attr(name) for sub in sub_envs]
-    try:
-        if not all(env.call("has_wrapper_attr", name)):
-            return None
-        return list(env.call(name))
-    except (AttributeError, NotImplementedError):  # a vector env without `call`
-        return None
 
 
 def close_envs(obj: Any) -> None:

@@ -16,11 +16,13 @@ import contextlib
 import copy
 import dataclasses
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
-from lerobot.configs.env import EnvConfig
+from lerobot.configs.env import EnvConfig, TaskSpec
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.envs.factory import make_env_pre_post_processors
 from lerobot.evaluation.results import RunResult
 from lerobot.evaluation.run.backend import EvalBackend, LocalBackend, TaskRecorders
 from lerobot.evaluation.run.batching.layout import BatchLayout, arranged, task_envs
@@ -95,9 +97,17 @@ def evaluate(cfg: EvalPipelineConfig) -> RunResult:
         backend.close()
 
 
-def log_batch(eval_cfg: EvalConfig) -> None:
+def log_batch(eval_cfg: EvalConfig, env_cfg: EnvConfig) -> None:
     """Where the local backend steps each task's envs."""
     layout = BatchLayout.of(eval_cfg)
+    if env_cfg.builds_own_envs:
+        logger.info(
+            "envs per task: %d (built by --env.type=%s's own create_envs, use_async_envs=%s)",
+            layout.n_envs,
+            env_cfg.type,
+            layout.use_async,
+        )
+        return
     where = layout.describe()
     if layout.worker_processes:
         where += arranged(eval_cfg.row_groups, bool(eval_cfg.independent_rows))
@@ -117,8 +127,9 @@ def make_backend(cfg: EvalPipelineConfig, plan: RunPlan) -> tuple[EvalBackend, E
         return RayBackend(cfg, settings), cfg
     policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
     try:
-        preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
-        settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
+        settings = settings.with_processors(
+            make_pre_post_processors(cfg.policy), make_env_pre_post_processors(cfg.env, cfg.policy)
+        )
         recorders = EvalRecorders(cfg.eval.recording_root) if cfg.eval.recording else None
         batch = BatchRun(cfg.eval, cfg.env, cfg.policy, policy, settings, plan)
         backend, settled = make_settled_local_backend(batch, recorders)
@@ -137,9 +148,10 @@ def make_settled_local_backend(
     for this workload here, or the core-count rule), and the eval config it runs: the one way
     `lerobot-eval` and the evaluation inside training build theirs."""
     settled = settle_batch_size(batch)
-    log_batch(settled)
+    log_batch(settled, batch.env_cfg)
     settings = batch.settings.with_grouping(settled)
-    return make_local_backend(batch.policy, settings, batch.env_cfg, settled, recorders), settled
+    tasks = [unit.task for unit in batch.plan.units()]
+    return make_local_backend(batch.policy, settings, batch.env_cfg, settled, recorders, tasks), settled
 
 
 def make_local_backend(
@@ -148,12 +160,14 @@ def make_local_backend(
     env_cfg: EnvConfig,
     eval_cfg: EvalConfig,
     recorders: TaskRecorders | None = None,
+    tasks: Sequence[TaskSpec] | None = None,
 ) -> LocalBackend:
-    """`policy` on fresh envs of `env_cfg`'s tasks, as many per task and as `--eval.*` says."""
+    """`policy` on fresh envs of `env_cfg`'s tasks, as many per task and as `--eval.*` says;
+    `tasks`: those it will run (None: any)."""
     return LocalBackend(
         policy,
         settings,
-        task_envs(env_cfg, eval_cfg),
+        task_envs(env_cfg, eval_cfg, tasks),
         max_parallel_tasks=env_cfg.max_parallel_tasks,
         recorders=recorders,
     )

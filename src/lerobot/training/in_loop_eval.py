@@ -3,8 +3,8 @@
 It runs exactly what `lerobot-eval` runs (`run_evaluation` with the local backend on fresh
 envs, same seeds, same `--eval.*` settings, a hung worker replaced after
 `--eval.step_timeout_s`, the same files with provenance), with the in-memory policy and
-processors; the envs are closed before training continues, so no simulator worker or GL
-context outlives an evaluation.
+processors (and the env config's around them); the envs are closed before training continues,
+so no simulator worker or GL context outlives an evaluation.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from lerobot.configs.train import TrainPipelineConfig
+from lerobot.envs.factory import make_env_pre_post_processors
 from lerobot.evaluation.evaluate import make_settled_local_backend, run_evaluation
 from lerobot.evaluation.results import RunResult, UnreadableResultsError, load_run
 from lerobot.evaluation.run.batching.settle import BatchRun
@@ -65,16 +66,9 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
     """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/, with
     the training's config as their provenance (a resumed training redoes the step's evaluation)."""
     out = in_loop_eval_dir(cfg.output_dir, step)
-    preprocessor, postprocessor = trainee.processors()
     settings = RolloutSettings.from_config(
-        cfg.eval,
-        cfg.seed,
-        use_amp=cfg.policy.use_amp,
-        rename_map=cfg.rename_map,
-        videos_dir=out / "videos",
-        preprocessor=preprocessor,
-        postprocessor=postprocessor,
-    )
+        cfg.eval, cfg.seed, use_amp=cfg.policy.use_amp, rename_map=cfg.rename_map, videos_dir=out / "videos"
+    ).with_processors(trainee.processors(), make_env_pre_post_processors(cfg.env, cfg.policy))
     plan = RunPlan.from_config(cfg.env.tasks(), cfg.eval)
     batch = BatchRun(cfg.eval, cfg.env, cfg.policy, trainee.policy, settings, plan)
     backend, _ = make_settled_local_backend(batch)

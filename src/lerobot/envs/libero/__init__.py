@@ -56,6 +56,7 @@ from lerobot.envs.libero.tasks import (
     suite_of,
     task_description,
 )
+from lerobot.envs.processors import build_env_processors
 from lerobot.utils.constants import ACTION, OBS_IMAGES, OBS_STATE
 from lerobot.utils.errors import ConfigError, require_at_least, require_choice
 
@@ -179,6 +180,15 @@ class LiberoEnvConfig(EnvConfig):
             features[OBS_STATE] = PolicyFeature(FeatureType.STATE, (STATE_DIM,))
         features[ACTION] = PolicyFeature(FeatureType.ACTION, (ACTION_DIM,))
         return features
+
+    def get_env_processors(self) -> tuple[Any, Any]:
+        """LeRobot's pair for LIBERO: `LiberoProcessorStep` as the preprocessor's step. Our env
+        converts robosuite's observation itself, so the step leaves its batches as they are; it
+        stops a batch that still holds robosuite's raw state, which no env of ours gives."""
+        # Imported when asked for: parsing a command line must not load the processor package.
+        from lerobot.processor.env_processor import LiberoProcessorStep
+
+        return build_env_processors(preprocessor_steps=[LiberoProcessorStep()])
 
     def _camera_keys(self) -> list[str]:
         return [self.camera_name_mapping[cam] for cam in self.camera_name]

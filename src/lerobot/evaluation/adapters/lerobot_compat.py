@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from lerobot.configs.env import TaskSpec
-from lerobot.envs.gym_vector import describe_task, has_slot_control, max_episode_steps, slot_env
+from lerobot.configs.gym_env import vector_max_episode_steps
+from lerobot.envs.gym_vector import describe_task, slot_env
 from lerobot.envs.slots import task_of
 from lerobot.envs.utils import add_envs_task, preprocess_observation
 from lerobot.envs.vector import LazyVectorEnv
@@ -35,6 +36,7 @@ from lerobot.evaluation.run.backend import LocalBackend
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.recording import EvalRecorders
 from lerobot.evaluation.run.rollout import RolloutSettings
+from lerobot.evaluation.run.rollout.settings import apply_env_postprocessor
 from lerobot.evaluation.store.journal import EpisodeJournal
 from lerobot.policies.pretrained import PreTrainedPolicy, RowPolicy
 from lerobot.utils.constants import ACTION
@@ -81,7 +83,7 @@ def eval_policy(
         start_seed,
         max_episodes_rendered,
         videos_dir,
-        continuous_batching and has_slot_control(stepped) and resets_rows(policy),
+        continuous_batching and resets_rows(policy),
         rename_map,
         (env_preprocessor, preprocessor, postprocessor, env_postprocessor),
     )
@@ -142,12 +144,11 @@ def eval_policy_all(
         for task_id, env in by_id.items()
         for task in [_task_in_group(env, group, task_id)]
     }
-    slot_control = all(has_slot_control(env) for env in tasks.values())
     settings = _settings(
         start_seed,
         max_episodes_rendered,
         videos_dir,
-        continuous_batching and slot_control and resets_rows(policy),
+        continuous_batching and resets_rows(policy),
         rename_map,
         (env_preprocessor, preprocessor, postprocessor, env_postprocessor),
         use_amp=use_amp,
@@ -195,7 +196,7 @@ def rollout(
     if recording_dir is not None:
         raise ValueError("rollout(recording_dir=...): record with eval_policy(..., recording_dir=...)")
     n_envs = env.num_envs
-    limit = max_episode_steps(env)
+    limit = vector_max_episode_steps(env)
     policy.reset()
     observation, _ = env.reset(seed=seeds)
     if render_callback is not None:
@@ -300,13 +301,7 @@ def _select_action(env: Any, policy: Any, batch: dict[str, Any], processors: tup
 def _postprocess(action: torch.Tensor, postprocessor: Processor | None, env_postprocessor: Processor | None):
     if postprocessor is not None:
         action = postprocessor(action)
-    return _apply_env_postprocessor(env_postprocessor, action) if env_postprocessor is not None else action
-
-
-def _apply_env_postprocessor(env_postprocessor: Processor, action: torch.Tensor) -> torch.Tensor:
-    """LeRobot's env postprocessors map {"action": tensor}; a plain tensor map works too."""
-    out = env_postprocessor({ACTION: action})
-    return out[ACTION] if isinstance(out, Mapping) else out
+    return apply_env_postprocessor(env_postprocessor, action) if env_postprocessor is not None else action
 
 
 def _successes(info: Mapping[str, Any], n_envs: int) -> np.ndarray:
@@ -337,16 +332,8 @@ def _settings(
         videos_dir=Path(videos_dir) if videos_dir else None,
         continuous_batching=continuous_batching,
         rename_map=dict(rename_map or {}),
-        preprocessor=_compose(env_pre, pre),
-        postprocessor=_compose(post, _env_action_map(env_post)),
         **extra,
-    )
-
-
-def _env_action_map(env_postprocessor: Processor | None) -> Processor | None:
-    if env_postprocessor is None:
-        return None
-    return lambda action: _apply_env_postprocessor(env_postprocessor, action)
+    ).with_processors((pre, post), (env_pre, env_post))
 
 
 def _task_in_group(env: Any, group: str, task_id: int) -> TaskSpec:
@@ -363,12 +350,6 @@ def _task_of(env: Any) -> TaskSpec:
 def _ungrouped(task: TaskSpec) -> TaskSpec:
     """LeRobot's single-env evaluation reports no suite and writes videos without a task folder."""
     return TaskSpec("", 0, task.name, task.description, task.fps, task.max_steps)
-
-
-def _compose(first: Processor | None, second: Processor | None) -> Processor | None:
-    if first is None or second is None:
-        return first or second
-    return lambda value: second(first(value))
 
 
 def _refuse_unsupported(repo_id: str | None, private: bool, predicted_video: bool) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lerobot.configs.record import FileLimits, RecordSimConfig
 from lerobot.datasets.recorder import DatasetRecorder
-from lerobot.envs.factory import make_task_env
+from lerobot.envs.factory import make_env_pre_post_processors, make_task_env
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.factory import make_policy, make_pre_post_processors
@@ -23,7 +23,6 @@ logger = logging.getLogger(__name__)
 def record_sim(cfg: RecordSimConfig) -> Path:
     """Run cfg.n_episodes episodes of the env's one task; write those kept under cfg.root."""
     policy = make_policy(cfg.policy, env_cfg=cfg.env)
-    preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
     (task,) = cfg.env.tasks()
     recorder = DatasetRecorder(
         cfg.root,
@@ -43,7 +42,9 @@ def record_sim(cfg: RecordSimConfig) -> Path:
             "kept" if keep else "dropped",
         )
 
-    settings = RolloutSettings(start_seed=cfg.seed, preprocessor=preprocessor, postprocessor=postprocessor)
+    settings = RolloutSettings(start_seed=cfg.seed).with_processors(
+        make_pre_post_processors(cfg.policy), make_env_pre_post_processors(cfg.env, cfg.policy)
+    )
     hooks = RolloutHooks(
         on_step=lambda _env_id, episode, observation, action, step: recorder.add_step(
             episode, observation, action, step

@@ -45,7 +45,7 @@ from ray._private import ray_constants
 from ray.exceptions import RayActorError
 
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
-from lerobot.envs.factory import make_task_env
+from lerobot.envs.factory import make_env_pre_post_processors, make_task_env
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.backend import EvalBackend, RunEvents
 from lerobot.evaluation.run.batching.layout import BatchLayout
@@ -210,8 +210,9 @@ class EpisodeWorker:
 
         self.cfg = cfg
         self.policy = make_policy(cfg.policy, env_cfg=cfg.env, rename_map=cfg.rename_map)
-        preprocessor, postprocessor = make_pre_post_processors(cfg.policy)
-        self.settings = dataclasses.replace(settings, preprocessor=preprocessor, postprocessor=postprocessor)
+        self.settings = settings.with_processors(
+            make_pre_post_processors(cfg.policy), make_env_pre_post_processors(cfg.env, cfg.policy)
+        )
 
     def ready(self) -> int:
         """The actor's pid, once the policy is built."""

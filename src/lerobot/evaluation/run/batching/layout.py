@@ -6,12 +6,12 @@ core-count rule below, unless a measurement was settled into the config first (`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from lerobot.configs.env import EnvConfig, TaskSpec
 from lerobot.configs.eval import EvalConfig
-from lerobot.envs.factory import make_task_env
+from lerobot.envs.factory import OwnEnvs, make_task_env
 from lerobot.envs.slots import SlotEnv
 from lerobot.utils.threads import usable_cores
 
@@ -144,9 +144,18 @@ EnvSource = Callable[[TaskSpec], SlotEnv]
 """Builds (or hands over) the vector env of a task."""
 
 
-def task_envs(env_cfg: EnvConfig, eval_cfg: EvalConfig) -> EnvSource:
-    """Fresh vector envs of `env_cfg`'s tasks: as many envs, as many workers and where `--eval.*` says."""
+def task_envs(
+    env_cfg: EnvConfig, eval_cfg: EvalConfig, tasks: Collection[TaskSpec] | None = None
+) -> EnvSource:
+    """Fresh vector envs of `env_cfg`'s tasks: as many envs, as many workers and where `--eval.*` says.
+
+    A config that builds its own envs builds every task's at once, as many as `--eval.*` says,
+    and where its `create_envs` puts them (`OwnEnvs`); `tasks`, those that will be asked for,
+    lets it close the others' at once.
+    """
     layout = BatchLayout.of(eval_cfg)
+    if env_cfg.builds_own_envs:
+        return OwnEnvs(env_cfg, layout.n_envs, layout.use_async, tasks)
 
     def task_env(task: TaskSpec) -> SlotEnv:
         return make_task_env(

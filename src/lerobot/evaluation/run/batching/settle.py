@@ -180,7 +180,7 @@ class _Probe:
         settings = self.run.settings
         if independent_rows is None:
             independent_rows = settings.independent_rows
-        env = task_envs(self.run.env_cfg, self.config(batch_size, row_groups))(self.task)
+        env = task_envs(self.run.env_cfg, self.config(batch_size, row_groups), (self.task,))(self.task)
         try:
             settings = dataclasses.replace(settings, row_groups=row_groups, independent_rows=independent_rows)
             return env_steps_per_second(env, self.run.policy, settings, self.task)

@@ -20,6 +20,7 @@ import torch
 
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.commands import ChunkResult, StepResult
+from lerobot.envs.gym_vector import has_slot_control
 from lerobot.envs.slots import SlotEnv, SlotFailure, SplitSlotEnv
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.rollout.actions import PolicyCalls, failed_rows, first_non_finite, non_finite_rows
@@ -65,6 +66,9 @@ class RolloutLoop:
         self.step_index = 0
         self.descriptions = [task.description] * env.num_envs
         self.env_tasks = [task.name] * env.num_envs
+        self.refills_slots = settings.continuous_batching and has_slot_control(env)
+        """A slot starts its next episode as soon as its episode ends; else episodes start in
+        waves (`--eval.continuous_batching=false`, or a vector env stepped whole)."""
         self._split = env if isinstance(env, SplitSlotEnv) else None
         """The env as a split one, checked once: a Protocol isinstance costs tens of
         microseconds, and a schedule sends and gathers every round."""
@@ -167,7 +171,7 @@ class RolloutLoop:
         if not self.work.pending:
             return []
         free = [i for i, slot in enumerate(self.slots) if slot is None]
-        if not self.settings.continuous_batching and len(free) < len(self.slots):
+        if not self.refills_slots and len(free) < len(self.slots):
             return []  # without refilling, a new wave starts only when the whole batch is idle
         return free[: len(self.work.pending)]
 

@@ -17,6 +17,7 @@ import torch
 from lerobot.configs.env import TaskSpec
 from lerobot.configs.eval import EvalConfig
 from lerobot.evaluation.results import EpisodeResult
+from lerobot.utils.constants import ACTION
 from lerobot.utils.seeds import episode_seed
 
 BatchHook = Callable[[dict[str, Any]], dict[str, Any]]
@@ -81,10 +82,9 @@ class RolloutSettings:
         use_amp: bool = False,
         rename_map: Mapping[str, str] | None = None,
         videos_dir: Path | None = None,
-        preprocessor: BatchHook | None = None,
-        postprocessor: ActionHook | None = None,
     ) -> RolloutSettings:
-        """The settings `--eval.*` (and `--seed`, `--policy.use_amp`, `--rename_map`) describe."""
+        """The settings `--eval.*` (and `--seed`, `--policy.use_amp`, `--rename_map`) describe,
+        without processors (`with_processors`)."""
         return cls(
             start_seed=seed,
             max_episodes_rendered=eval_cfg.max_episodes_rendered,
@@ -96,8 +96,21 @@ class RolloutSettings:
             use_amp=use_amp,
             max_episode_retries=eval_cfg.max_episode_retries,
             rename_map=dict(rename_map or {}),
-            preprocessor=preprocessor,
-            postprocessor=postprocessor,
+        )
+
+    def with_processors(
+        self, policy_processors: tuple[Any, Any], env_processors: tuple[Any, Any] = (None, None)
+    ) -> RolloutSettings:
+        """These settings with the policy's (preprocessor, postprocessor) and the env's around
+        them, in LeRobot's order: the batch through the env's preprocessor, then the policy's;
+        the actions through the policy's postprocessor, then the env's, which maps
+        `{"action": tensor}` (`EnvConfig.get_env_processors`). None: no processor there."""
+        preprocessor, postprocessor = policy_processors
+        env_preprocessor, env_postprocessor = env_processors
+        return replace(
+            self,
+            preprocessor=chained(env_preprocessor, preprocessor),
+            postprocessor=chained(postprocessor, env_action_hook(env_postprocessor)),
         )
 
     def with_grouping(self, eval_cfg: EvalConfig) -> RolloutSettings:
@@ -114,3 +127,25 @@ class RolloutSettings:
         if self.videos_dir is None:
             return None
         return self.videos_dir / task.video_folder if task.group else self.videos_dir
+
+
+def chained(
+    first: Callable[[Any], Any] | None, second: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
+    """`second(first(x))`; either alone when the other is None."""
+    if first is None or second is None:
+        return first or second
+    return lambda value: second(first(value))
+
+
+def env_action_hook(env_postprocessor: Callable[[Any], Any] | None) -> ActionHook | None:
+    """An env postprocessor as a map of the action tensor (`apply_env_postprocessor`)."""
+    if env_postprocessor is None:
+        return None
+    return lambda action: apply_env_postprocessor(env_postprocessor, action)
+
+
+def apply_env_postprocessor(env_postprocessor: Callable[[Any], Any], action: torch.Tensor) -> torch.Tensor:
+    """LeRobot's env postprocessors map `{"action": tensor}`; a plain tensor map works too."""
+    out = env_postprocessor({ACTION: action})
+    return out[ACTION] if isinstance(out, Mapping) else out
