@@ -161,13 +161,14 @@ def test_bad_settings_fail_in_one_line_naming_the_flag(kwargs, message):
 
 @pytest.mark.parametrize("env_type", ["libero", "libero_pro"])
 def test_its_env_preprocessor_runs_lerobots_libero_step_as_lerobot_does(env_type):
-    """LeRobot's pair for LIBERO, also for LIBERO-PRO (LIBERO's envs): `LiberoProcessorStep` in
-    the preprocessor, which stops robosuite's raw state, none in the postprocessor."""
+    """LeRobot's pair for LIBERO, also for LIBERO-PRO (LIBERO's envs): pipelines with
+    `LiberoProcessorStep` in the preprocessor (our env's batches pass unchanged), none in the
+    postprocessor."""
     cfg = make_env_config(env_type, task_ids=[0], **SMALL)
     preprocessor, postprocessor = make_env_pre_post_processors(cfg, policy_cfg=None)
-    assert [type(step) for step in preprocessor.steps] == [LiberoProcessorStep] and postprocessor.steps == ()
-    with pytest.raises(ValueError, match="robosuite's raw state"):
-        preprocessor({"observation.robot_state": {}})
+    assert [type(step) for step in preprocessor.steps] == [LiberoProcessorStep] and len(postprocessor) == 0
+    state = torch.rand(1, 8)
+    assert preprocessor({"observation.state": state})["observation.state"] is state
 
 
 def test_missing_assets_name_the_extra_to_install(monkeypatch):

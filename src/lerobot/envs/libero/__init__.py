@@ -183,8 +183,8 @@ class LiberoEnvConfig(EnvConfig):
 
     def get_env_processors(self) -> tuple[Any, Any]:
         """LeRobot's pair for LIBERO: `LiberoProcessorStep` as the preprocessor's step. Our env
-        converts robosuite's observation itself, so the step leaves its batches as they are; it
-        stops a batch that still holds robosuite's raw state, which no env of ours gives."""
+        converts robosuite's observation itself, so the step leaves its batches as they are (a
+        raw robosuite observation, as LeRobot's own env gives, it converts as LeRobot does)."""
         # Imported when asked for: parsing a command line must not load the processor package.
         from lerobot.processor.env_processor import LiberoProcessorStep
 

@@ -132,10 +132,17 @@ class RolloutSettings:
 def chained(
     first: Callable[[Any], Any] | None, second: Callable[[Any], Any] | None
 ) -> Callable[[Any], Any] | None:
-    """`second(first(x))`; either alone when the other is None."""
+    """`second(first(x))`; either alone when the other is None or a pipeline without steps
+    (an env's default processors: skipped, they would only convert the batch back and forth)."""
+    first, second = (None if _no_steps(hook) else hook for hook in (first, second))
     if first is None or second is None:
         return first or second
     return lambda value: second(first(value))
+
+
+def _no_steps(hook: Any) -> bool:
+    steps = getattr(hook, "steps", None)
+    return steps is not None and len(steps) == 0
 
 
 def env_action_hook(env_postprocessor: Callable[[Any], Any] | None) -> ActionHook | None:
