@@ -42,22 +42,26 @@ class DeviceProcessorStep(ProcessorStep):
         self._non_blocking = self.tensor_device.type == "cuda"
 
     def __call__(self, transition: EnvTransition) -> EnvTransition:
-        """New dicts only where a tensor moved: a batch already in place passes as it is."""
+        """New dicts only where a tensor must change: a batch already in place passes as it is."""
         out = None
         for part in TENSOR_PARTS:
             value = transition.get(part)
-            if isinstance(value, Tensor) and (placed := self._place(value)) is not value:
+            if isinstance(value, Tensor) and self._changes(value):
                 out = out or dict(transition)
-                out[part] = placed
+                out[part] = self._place(value)
         for part in DICT_PARTS:
             values = transition.get(part)
-            if not values:
-                continue
-            placed = {k: self._place(v) if isinstance(v, Tensor) else v for k, v in values.items()}
-            if any(placed[k] is not v for k, v in values.items()):
+            if values and any(isinstance(v, Tensor) and self._changes(v) for v in values.values()):
                 out = out or dict(transition)
-                out[part] = placed
+                out[part] = {k: self._place(v) if isinstance(v, Tensor) else v for k, v in values.items()}
         return out if out is not None else transition
+
+    def _changes(self, tensor: Tensor) -> bool:
+        if self._dtype is not None and tensor.is_floating_point() and tensor.dtype != self._dtype:
+            return True
+        if tensor.is_cuda and self.tensor_device.type == "cuda":
+            return False
+        return tensor.device != self.tensor_device
 
     def _place(self, tensor: Tensor) -> Tensor:
         """On the step's device (a tensor already on some GPU stays on its GPU when the target is a
