@@ -17,12 +17,11 @@ import torch
 from lerobot.configs.checkpoint import PREPROCESSOR_FILE
 from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.configs.train import TrainPipelineConfig
-from lerobot.configs.types import FeatureType, NormalizationMode
+from lerobot.configs.types import FeatureType
 from lerobot.datasets.reader import EpisodeFrames
 from lerobot.policies.factory import make_policy, policy_class
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.instruction_steps import InstructionStep
-from lerobot.processor.normalize import Normalizer
 from lerobot.processor.pipeline import DataProcessorPipeline
 from lerobot.processor.policy_processors import (
     add_blank_cameras,
@@ -31,7 +30,7 @@ from lerobot.processor.policy_processors import (
     saved_instruction_steps,
 )
 from lerobot.training.batches import compute_stats, dataset_features, use_imagenet_stats
-from lerobot.utils.constants import ACTION
+from lerobot.utils.device_utils import resolve_device
 from lerobot.utils.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -43,24 +42,24 @@ class Trainee:
 
     policy: PreTrainedPolicy
     stats: dict[str, dict[str, torch.Tensor]]
-    normalizer: Normalizer
     task_steps: list[InstructionStep] = field(default_factory=list)
     """Instruction steps (newline, tokenizer) of language-conditioned policies; saved with
     every checkpoint."""
+    _processors: tuple[DataProcessorPipeline, DataProcessorPipeline] | None = field(default=None, repr=False)
 
     def processors(self) -> tuple[DataProcessorPipeline, DataProcessorPipeline]:
-        """The pipelines a checkpoint of this trainee saves, for evaluating it in the loop."""
-        cfg = self.policy.config
-        pre, post = policy_pipelines(cfg, self.stats, self.task_steps, device=cfg.device or "cpu")
-        add_blank_cameras(pre, cfg)
-        return pre, post
+        """The pipelines a checkpoint of this trainee saves: training batches go through the
+        preprocessor (as LeRobot's training does), evaluation in the loop uses both."""
+        if self._processors is None:
+            cfg = self.policy.config
+            pre, post = policy_pipelines(cfg, self.stats, self.task_steps, device=resolve_device(cfg.device))
+            add_blank_cameras(pre, cfg)
+            self._processors = (pre, post)
+        return self._processors
 
     def loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
-        batch = self.normalizer.normalize(batch)
-        batch[ACTION] = self.normalizer.normalize_action(batch[ACTION])
-        for step in self.task_steps:
-            batch = step.on_batch(batch)
-        return self.policy.forward(batch)
+        preprocessor, _ = self.processors()
+        return self.policy.forward(preprocessor(batch))
 
 
 def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
@@ -75,9 +74,7 @@ def build_trainee(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> Trainee:
     else:
         policy = policy_class(policy_cfg.type)(policy_cfg)
     stats = training_stats(cfg, frames)
-    norm_map = {FeatureType(k): NormalizationMode(v) for k, v in policy_cfg.normalization_mapping.items()}
-    normalizer = Normalizer({**policy_cfg.input_features, **policy_cfg.output_features}, norm_map, stats)
-    return Trainee(policy, stats, normalizer, trainee_task_steps(policy_cfg))
+    return Trainee(policy, stats, trainee_task_steps(policy_cfg))
 
 
 def settle_features(cfg: TrainPipelineConfig, frames: EpisodeFrames) -> None:
