@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 
 import pytest
@@ -35,15 +36,19 @@ def run(env, episodes, independent, policy=None, hooks=None, **settings):
 
 
 class SlowSeedEnv(ActionRewardEnv):
-    """ActionRewardEnv whose steps in the episode of seed `slow_seed` take `slow_s` each."""
+    """ActionRewardEnv whose episode of seed `slow_seed` does not step until the file `go`
+    exists (its worker is held up for as long as the test says, however loaded the machine);
+    after `limit_s` it steps anyway, so a scheduler that waits for it still finishes."""
 
-    def __init__(self, slow_seed: int = 0, slow_s: float = 0.0, **kwargs):
+    def __init__(self, slow_seed: int = 0, go: str = "", limit_s: float = 120.0, **kwargs):
         super().__init__(**kwargs)
-        self.slow_seed, self.slow_s = slow_seed, slow_s
+        self.slow_seed, self.go, self.limit_s = slow_seed, go, limit_s
 
     def step(self, action):
-        if self.seed_ == self.slow_seed:
-            time.sleep(self.slow_s)
+        if self.seed_ == self.slow_seed and self.go:
+            deadline = time.monotonic() + self.limit_s
+            while not os.path.exists(self.go) and time.monotonic() < deadline:
+                time.sleep(0.01)
         return super().step(action)
 
 
@@ -106,20 +111,27 @@ def test_workers_that_are_back_together_share_one_model_call():
 
 
 @pytest.mark.slow
-def test_a_slow_env_holds_up_only_its_own_worker():
-    """Seed 0's episode steps at 0.4 s a step; the other workers run the 5 other episodes
-    (4-8 steps each, one step per round) meanwhile, so episode 0 ends last. In lockstep every
-    round waits for it: it ends first, as the shortest."""
+def test_a_slow_env_holds_up_only_its_own_worker(tmp_path):
+    """Seed 0's episode (the shortest) cannot step until the 5 others have ended: with rows
+    advancing independently the other workers run them meanwhile, and episode 0 ends last. In
+    lockstep, where every round waits for its worker, it ends first (no wait there: the hold
+    would only stall the run until its time limit)."""
+    go = tmp_path / "go"
     ended: list[int] = []
-    hooks = RolloutHooks(on_episode_end=lambda result: ended.append(result.episode_index))
 
-    def env():
-        return workers_env(3, env_class=SlowSeedEnv, slow_seed=0, slow_s=0.4)
+    def on_episode_end(result):
+        ended.append(result.episode_index)
+        if len(ended) == 5 and 0 not in ended:
+            go.touch()
 
-    reference = run(env(), range(6), False, hooks=hooks, chunks_in_workers=False)
+    hooks = RolloutHooks(on_episode_end=on_episode_end)
+    reference = run(
+        workers_env(3, env_class=SlowSeedEnv), range(6), False, hooks=hooks, chunks_in_workers=False
+    )
     assert ended[0] == 0
     ended.clear()
-    assert run(env(), range(6), True, hooks=hooks, chunks_in_workers=False) == reference
+    held = workers_env(3, env_class=SlowSeedEnv, slow_seed=0, go=str(go))
+    assert run(held, range(6), True, hooks=hooks, chunks_in_workers=False) == reference
     assert ended[-1] == 0
 
 
