@@ -37,7 +37,9 @@ def preprocess_observation(observations: Mapping[str, Any]) -> dict[str, torch.T
     `pixels` (one camera, or a dict of cameras) become float32 channel-first images in [0, 1]
     under `observation.image` / `observation.images.<camera>`; `agent_pos` becomes
     `observation.state` and `environment_state` `observation.environment_state`; any other
-    array `x` becomes `observation.x`. Unbatched observations (a single env's) get a batch axis.
+    array `x` becomes `observation.x`, and a nested dict of arrays (LeRobot's LIBERO env's raw
+    `robot_state`) `observation.x` as the same dict of tensors, for LeRobot's LIBERO processor step
+    to convert. Unbatched observations (a single env's) get a batch axis.
     """
     import torch
 
@@ -51,12 +53,29 @@ def preprocess_observation(observations: Mapping[str, Any]) -> dict[str, torch.T
         key = OBS_IMAGE if camera is None else f"{OBS_IMAGES}.{camera}"
         batch[key] = images_to_tensor(images[None] if images.ndim == 3 else images)
     for env_key, value in observations.items():
-        if env_key == "pixels" or isinstance(value, Mapping):
+        if env_key == "pixels":
+            continue
+        if isinstance(value, Mapping):
+            batch[f"{OBS_PREFIX}.{env_key}"] = _nested_tensors(value)
             continue
         policy_key = STATE_KEYS.get(env_key, f"{OBS_PREFIX}.{env_key}")
         tensor = torch.as_tensor(np.asarray(value), dtype=torch.float32)
         batch[policy_key] = tensor[None] if tensor.ndim == 1 else tensor
     return batch
+
+
+def _nested_tensors(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A nested dict of arrays as the same dict of tensors (their own dtypes, as LeRobot keeps them)."""
+    import torch
+
+    return {
+        key: _nested_tensors(value)
+        if isinstance(value, Mapping)
+        else torch.from_numpy(value)
+        if isinstance(value, np.ndarray)
+        else value
+        for key, value in values.items()
+    }
 
 
 def add_envs_task(env: Any, observation: dict[str, Any]) -> dict[str, Any]:
