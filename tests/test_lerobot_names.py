@@ -83,3 +83,12 @@ def test_a_refused_name_imports_and_fails_only_on_use():
 
     with pytest.raises(AttributeError):
         importlib.import_module("lerobot.processor").NoSuchName  # noqa: B018
+
+
+def test_the_docs_list_every_refused_name_with_its_reason():
+    page = (Path(__file__).parents[1] / "docs" / "source" / "refused_names.mdx").read_text()
+    for module, names in REFUSED.items():
+        section = page.split(f"## `{module}`\n", 1)[1].split("\n## ", 1)[0]
+        for name, reason in names.items():
+            line = next(line for line in section.splitlines() if f"`{name}`" in line)
+            assert line.endswith(f": {reason}."), (module, name)

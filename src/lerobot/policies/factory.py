@@ -16,13 +16,14 @@ from lerobot.configs.env import EnvConfig
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.policies.pretrained import PreTrainedPolicy
-from lerobot.processor.policy_processors import make_pre_post_processors
+from lerobot.processor.policy_processors import ProcessorConfigKwargs, make_pre_post_processors
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_STATE
 from lerobot.utils.device_utils import check_device_available, resolve_device
 from lerobot.utils.errors import ConfigError
 from lerobot.utils.not_in_this_build import refused_names
 
 __all__ = [
+    "ProcessorConfigKwargs",
     "get_policy_class",
     "make_policy",
     "make_policy_config",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from safetensors import safe_open
@@ -52,17 +52,19 @@ PREPROCESSOR_NAME = "policy_preprocessor"
 POSTPROCESSOR_NAME = "policy_postprocessor"
 Stats = Mapping[str, Mapping[str, Any]]
 
-# The keyword arguments LeRobot's `make_pre_post_processors` takes (its ProcessorConfigKwargs).
-PROCESSOR_KWARGS = frozenset(
-    {
-        "preprocessor_config_filename",
-        "postprocessor_config_filename",
-        "preprocessor_overrides",
-        "postprocessor_overrides",
-        "dataset_stats",
-        "dataset_meta",
-    }
-)
+
+class ProcessorConfigKwargs(TypedDict, total=False):
+    """The keyword arguments `make_pre_post_processors` takes besides the config (LeRobot's names)."""
+
+    preprocessor_config_filename: str | None
+    postprocessor_config_filename: str | None
+    preprocessor_overrides: dict[str, Any] | None
+    postprocessor_overrides: dict[str, Any] | None
+    dataset_stats: dict[str, dict[str, Any]] | None
+    dataset_meta: Any
+
+
+PROCESSOR_KWARGS = frozenset(ProcessorConfigKwargs.__annotations__)
 
 
 class BlankCamerasProcessorStep(ObservationProcessorStep):

@@ -85,7 +85,6 @@ REFUSED: dict[str, dict[str, str]] = {
         **_each(POLICY_TYPE, *UNSUPPORTED_POLICY_CONFIGS),
         **_each(ROBOT, "ActionInterpolator", "make_robot_action", "prepare_observation_for_inference"),
     },
-    "lerobot.policies.factory": _each(PROCESSOR, "ProcessorConfigKwargs"),
     "lerobot.processor": {
         **_each(PROCESSOR, *PROCESSOR_NAMES),
         **_each(ROBOT, *ROBOT_PROCESSOR_NAMES),
