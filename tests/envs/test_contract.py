@@ -144,11 +144,13 @@ def test_create_envs_gives_a_lazy_vector_env_per_task_with_nothing_started(env_t
 
 @pytest.mark.parametrize("env_type", ENV_TYPES)
 def test_its_env_processors_leave_its_batches_and_actions_as_they_are(env_type):
-    """Our envs give the policy's format already (LIBERO's step only checks that they do)."""
+    """Our envs give the policy's format already (LIBERO's step leaves it as it is). The
+    pipelines' output is LeRobot's flat batch (a transition's parts under their batch keys)."""
     preprocessor, postprocessor = EnvConfig.get_choice_class(env_type).tiny_config().get_env_processors()
     state, action = torch.arange(8.0).reshape(2, 4), torch.ones(2, 7)
     batch = preprocessor({OBS_STATE: state, "task": ["a", "b"]})
-    assert batch.keys() == {OBS_STATE, "task"} and batch[OBS_STATE] is state and batch["task"] == ["a", "b"]
+    assert [k for k in batch if k.startswith("observation.")] == [OBS_STATE] and batch["action"] is None
+    assert batch[OBS_STATE] is state and batch["task"] == ["a", "b"]
     assert postprocessor({ACTION: action})[ACTION] is action
 
 
