@@ -36,7 +36,7 @@ HUB_CODE = (
 EVAL_INTERNAL = "an internal of LeRobot's evaluation loop; use eval_policy_all, eval_policy or eval_main of lerobot.scripts.lerobot_eval"
 PARSER = "a helper of LeRobot's command-line parser; use lerobot.configs.parser.wrap (or parse_config)"
 CONSOLE = "a console or speech helper of LeRobot's recording scripts, not part of this build; use logging"
-RNG = "LeRobot's saving of random states for training; use lerobot-train --resume=true, which restores them itself"
+RNG = "LeRobot's saving of random states for training; use --resume=true of lerobot-train, which restores them itself"
 
 
 def model_internal(policy_class: str) -> str:
