@@ -4,6 +4,7 @@ dataset continues exactly as if nothing had happened."""
 
 import os
 import shutil
+import signal
 import subprocess
 import textwrap
 
@@ -14,6 +15,8 @@ from lerobot.configs.record import FileLimits
 from lerobot.datasets.reader import load_episodes
 from lerobot.datasets.recorder import DatasetRecorder
 from lerobot.datasets.recording_log import RecordingLog
+from lerobot.datasets.writer import DatasetWriter
+from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
 from tests.datasets.conftest import CAMERA, FPS, add_episode, dataset_files, grey_levels
 from tests.lerobot_ref import NO_LEROBOT_REASON, lerobot_ref_python
 
@@ -206,3 +209,21 @@ def test_lerobot_loads_the_dataset_left_at_every_rename(tmp_path, monkeypatch):
         assert loaded[str(root)]["episodes"] == 2, root.name
         assert loaded[str(root)]["episode_index"] == [0] * 3 + [1] * 4
         np.testing.assert_allclose(loaded[str(root)]["grey"], grey_levels([(0, 3), (1, 4)]), atol=3)
+
+
+def test_a_stop_signal_while_an_episode_is_written_lets_the_commit_finish(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    recorder = recorder_at(root)
+    add_episode(recorder, 0, 3)
+    real_append = DatasetWriter.append
+
+    def append_signalled(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # handled in this thread before the append goes on
+        return real_append(self, *args, **kwargs)
+
+    monkeypatch.setattr(DatasetWriter, "append", append_signalled)
+    with interrupts_as_exceptions(), pytest.raises(Interrupted):
+        add_episode(recorder, 1, 4)
+
+    assert load_episodes(root, cache_dir=tmp_path / "cache").episode_lengths.tolist() == [3, 4]
+    assert RecordingLog.read(root, 2).done() == {0, 1}
