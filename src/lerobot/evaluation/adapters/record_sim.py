@@ -23,6 +23,7 @@ from lerobot.evaluation.adapters.record_sim_resume import recording_settings
 from lerobot.evaluation.results import EpisodeResult
 from lerobot.evaluation.run.rollout import RolloutHooks, RolloutSettings, run_episodes
 from lerobot.policies.factory import make_policy, make_pre_post_processors
+from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.dir_lock import locked_dir
 from lerobot.utils.signals import stop_at_the_next_signal
 
@@ -76,7 +77,11 @@ def open_recorder(cfg: RecordSimConfig, task: TaskSpec) -> DatasetRecorder:
 
 
 def run_pending(
-    cfg: RecordSimConfig, task: TaskSpec, policy, recorder: DatasetRecorder, pending: list[int]
+    cfg: RecordSimConfig,
+    task: TaskSpec,
+    policy: PreTrainedPolicy,
+    recorder: DatasetRecorder,
+    pending: list[int],
 ) -> None:
     """Roll out episodes `pending` (episode e from seed cfg.seed + e) into the recorder."""
 
