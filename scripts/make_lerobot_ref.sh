@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # LeRobot 0.6.1 itself, in a Python 3.12 venv of its own (default .venv-lerobot-ref): the
-# interpreter of the LeRobot bridge tests and of the fidelity tests and fixture scripts. It is
+# interpreter of the LeRobot bridge tests and of the fidelity tests and fixture scripts, with
+# its `dataset` extra for the tests that load our datasets with LeRobotDataset. It is
 # never a dependency of this project. LeRobot 0.6.1 needs Python 3.12: set PYTHON312, or have
 # python3.12 on PATH or in pyenv. Exits 1, saying so, when there is none.
 set -euo pipefail
@@ -13,5 +14,5 @@ python312=$(scripts/find_python312.sh) || {
 command -v uv >/dev/null 2>&1 || python3 -m pip install -q uv
 uv venv -q -p "$python312" --allow-existing "$dest"
 # mujoco 3.3.0, as Meta-World needs, is in the constraints.
-uv pip install -q -p "$dest/bin/python" -c requirements/lerobot-ref.txt "lerobot[diffusion]==0.6.1"
+uv pip install -q -p "$dest/bin/python" -c requirements/lerobot-ref.txt "lerobot[diffusion,dataset]==0.6.1"
 echo "$dest/bin/python"

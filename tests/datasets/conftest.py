@@ -37,3 +37,35 @@ def record(
             recorder.add_step(episode, observation(episode, step), action, step)
         recorder.end_episode(episode, keep=episode in kept, task=(tasks or {}).get(episode))
     recorder.finish()
+
+
+def add_episode(recorder: DatasetRecorder, episode: int, length: int, keep: bool = True) -> None:
+    """Roll `observation(episode, step)` frames into the recorder and end the episode."""
+    for step in range(length):
+        action = np.array([step, -step, 0.5, episode], dtype=np.float32)
+        recorder.add_step(episode, observation(episode, step), action, step)
+    recorder.end_episode(episode, keep=keep, seed=100 + episode)
+
+
+def dataset_files(root) -> dict[str, object]:
+    """What a dataset holds, by file, in comparable form: parquet tables as rows, JSON as
+    values, videos as their decoded frames. Scratch and cache folders are left out."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from lerobot.datasets.video_files import iter_frames
+
+    held = {}
+    for path in sorted(Path(root).rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if not path.is_file() or relative.split("/")[0] not in ("data", "meta", "videos"):
+            continue
+        if path.suffix == ".parquet":
+            held[relative] = pq.read_table(path).to_pylist()
+        elif path.suffix == ".json":
+            held[relative] = json.loads(path.read_text())
+        else:
+            held[relative] = np.stack(list(iter_frames(path))).tobytes()
+    return held

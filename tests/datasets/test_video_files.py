@@ -66,3 +66,36 @@ def test_no_decoder_at_all_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "av", None)
     with pytest.raises(video_files.VideoError, match="install imageio-ffmpeg .* or av"):
         video_files.frame_decoder()
+
+
+def episode_mp4(path: Path, first_level: int, n_frames: int) -> Path:
+    from lerobot.utils.video import EpisodeVideo
+
+    video = EpisodeVideo(path, fps=80)
+    for k in range(n_frames):
+        video.add(np.full((16, 16, 3), first_level + 10 * k, np.uint8))
+    video.close()
+    return path
+
+
+def test_appended_episodes_keep_frame_k_at_k_over_fps_and_cut_back_exactly(tmp_path):
+    """A dataset's video file grows by one episode per commit, each append a stream copy of the
+    file so far plus the episode: timestamps must stay on the frame grid however many appends."""
+    import av
+
+    target = tmp_path / "file-000.mp4"
+    lengths = [7, 5, 9, 3]
+    for e, n in enumerate(lengths):
+        video_files.append_mp4(target, episode_mp4(tmp_path / f"episode_{e}.mp4", 40 * e, n))
+        assert not (tmp_path / f"episode_{e}.mp4").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file-000.mp4"]  # no temporary left
+
+    with av.open(str(target)) as container:
+        stream = container.streams.video[0]
+        frame_numbers = [float(frame.pts * stream.time_base) * 80 for frame in container.decode(stream)]
+    assert frame_numbers == list(range(sum(lengths)))
+    assert video_files.count_mp4_frames(target) == sum(lengths)
+
+    video_files.truncate_mp4(target, 12)  # the first two episodes
+    grey = decoded(target).mean(axis=(1, 2, 3))
+    np.testing.assert_allclose(grey, [10 * k for k in range(7)] + [40 + 10 * k for k in range(5)], atol=3)

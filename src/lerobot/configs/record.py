@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import check_seeds
+from lerobot.configs.fields import facts
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.utils.errors import ConfigError
 
@@ -40,23 +41,31 @@ class RecordSimConfig:
     """The simulator and its one task: `--env.type=metaworld --env.task=reach-v3`."""
     policy: PreTrainedConfig | None = None
     """Who acts: `--policy.type=metaworld_expert`, or a checkpoint with `--policy.path=`."""
-    root: Path | None = None
-    """The dataset directory to create; it must not exist yet."""
-    n_episodes: int = 20
-    """Episodes rolled out; with --only_successful=true fewer may be kept."""
+    root: Path | None = field(default=None, metadata=facts(result_neutral=True))
+    """The dataset directory to create; it must not exist yet (unless --resume=true)."""
+    n_episodes: int = field(default=20, metadata=facts(result_neutral=True))
+    """Episodes rolled out; with --only_successful=true fewer may be kept. Each episode is in the
+    dataset as soon as it ends; a resume runs those still missing up to this number."""
+    resume: bool = field(default=False, metadata=facts(result_neutral=True))
+    """Continue the recording in --root (stopped by Ctrl-C, SIGTERM or a crash): run the episodes
+    it lacks up to --n_episodes, with the seeds they would have had, into the same dataset. The
+    other settings must be those it was recorded with."""
     only_successful: bool = False
     """Keep only the episodes that succeeded at some step."""
     seed: int = 1000
     """Episode e starts from seed + e."""
-    batch_size: int = 1
-    """Envs stepped together (in worker processes when above 1)."""
+    batch_size: int = field(default=1, metadata=facts(result_neutral=True))
+    """Envs stepped together (in worker processes when above 1; episodes are then added in the
+    order they end)."""
     data_files_size_in_mb: float = DATA_FILES_SIZE_IN_MB
     """Start a new frame-table (and episodes-table) file before one would pass this size."""
     video_files_size_in_mb: float = VIDEO_FILES_SIZE_IN_MB
     """Start a new video file before one would pass this size."""
     chunks_size: int = CHUNKS_SIZE
     """Files per chunk-XXX folder."""
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = field(
+        default="INFO", metadata=facts(result_neutral=True)
+    )
     """Console logging detail."""
 
     def __post_init__(self) -> None:
@@ -71,8 +80,15 @@ class RecordSimConfig:
         if self.root is None:
             raise ConfigError("--root: required; the directory the dataset is written to")
         self.root = Path(self.root)
-        if self.root.exists():
-            raise ConfigError(f"--root={self.root}: already exists; choose a new directory")
+        if self.root.exists() and not self.resume:
+            raise ConfigError(
+                f"--root={self.root}: already exists; choose a new directory, or pass --resume=true "
+                "to continue the recording it holds"
+            )
+        if self.resume and not self.root.is_dir():
+            raise ConfigError(
+                f"--resume=true: --root={self.root} is not a directory; there is no recording to continue"
+            )
         if self.n_episodes <= 0:
             raise ConfigError(f"--n_episodes={self.n_episodes}: must be a positive integer")
         check_seeds(self.seed, self.n_episodes)

@@ -4,6 +4,8 @@ A v3 dataset concatenates many episodes per file:
     meta/info.json                                  fps, features, totals, size limits, path templates
     meta/stats.json                                 min/max/mean/std/count/quantiles per feature
     meta/tasks.parquet                              task string (the pandas index) -> task_index
+    meta/recording.json                             ours, lerobot-record-sim's: the settings and the
+                                                    rollouts done (a resume reads it; LeRobot ignores it)
     meta/episodes/chunk-000/file-000.parquet        one row per episode: length, tasks, where its
                                                     rows and video frames are, its own statistics
     data/chunk-000/file-000.parquet                 one row per frame
@@ -30,6 +32,7 @@ EPISODES_PATH = EPISODES_DIR + "/chunk-{chunk_index:03d}/file-{file_index:03d}.p
 INFO_PATH = "meta/info.json"
 STATS_PATH = "meta/stats.json"
 TASKS_PATH = "meta/tasks.parquet"
+RECORDING_LOG_PATH = "meta/recording.json"
 TIMESTAMP_TOLERANCE_S = 1e-4
 """How far a frame's time may be from a multiple of 1 / fps (LeRobot's default `tolerance_s`)."""
 
@@ -43,7 +46,7 @@ INDEX_FEATURES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class FileIndex:
     """Which file of a sequence: chunk-<chunk>/file-<file>."""
 
@@ -89,6 +92,11 @@ def video_feature(height: int, width: int, fps: int) -> dict:
 
 def vector_feature(length: int, prefix: str) -> dict:
     return {"dtype": "float32", "shape": [length], "names": [f"{prefix}_{i}" for i in range(length)]}
+
+
+def video_keys(features: dict) -> list[str]:
+    """The camera streams among a dataset's features."""
+    return [key for key, feature in features.items() if feature["dtype"] == "video"]
 
 
 def huggingface_schema_metadata(features: dict) -> dict[bytes, bytes]:

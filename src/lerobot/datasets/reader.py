@@ -169,9 +169,13 @@ def read_tasks(root: Path) -> list[str]:
     return [by_index[i] for i in range(len(by_index))]
 
 
-def read_episodes_table(root: Path) -> dict[str, list]:
-    """meta/episodes/*/*.parquet, all files in order, without the per-episode statistics."""
+def read_episodes_table(root: Path, n_episodes: int | None = None) -> dict[str, list]:
+    """meta/episodes/*/*.parquet, all files in order, without the per-episode statistics; with
+    `n_episodes` (info.json's total_episodes), only the rows of episodes below it: a recording
+    killed while it added an episode can leave that episode's row, which info.json, written
+    last, does not count yet (`datasets.writer`)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     paths = sorted((Path(root) / layout.EPISODES_DIR).glob("*/*.parquet"))
@@ -182,7 +186,10 @@ def read_episodes_table(root: Path) -> dict[str, list]:
         with reading(path):
             names = pq.ParquetFile(path).schema_arrow.names
             tables.append(pq.read_table(path, columns=[n for n in names if not n.startswith("stats/")]))
-    return pa.concat_tables(tables, promote_options="default").to_pydict()
+    table = pa.concat_tables(tables, promote_options="default")
+    if n_episodes is not None:
+        table = table.filter(pc.less(table["episode_index"], n_episodes))
+    return table.to_pydict()
 
 
 def load_episodes(
@@ -198,7 +205,7 @@ def load_episodes(
     info = read_info(root)
     if "action" not in info.get("features", {}):
         raise DatasetError(f"{root}/{layout.INFO_PATH}: declares no `action` feature; training needs one")
-    table = read_episodes_table(root)
+    table = read_episodes_table(root, info.get("total_episodes"))
     row_of = {int(e): r for r, e in enumerate(table["episode_index"])}
     # In the dataset's order, as LeRobot reads a subset of episodes.
     selected = sorted(row_of) if episodes is None else sorted({int(e) for e in episodes})

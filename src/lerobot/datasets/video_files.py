@@ -1,48 +1,92 @@
-"""The two mp4 operations a dataset needs besides writing one: joining episode videos into a
-file without re-encoding, and decoding a file's frames one by one."""
+"""The mp4 operations a dataset needs besides writing one: appending an episode's video to a
+file without re-encoding (and cutting a file back, counting its frames), and decoding a file's
+frames one by one."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+
+from lerobot.utils.io import TEMP_SUFFIX, replacing
 
 
 class VideoError(ValueError):
     """An mp4 that is missing, or that ffmpeg could not join or decode."""
 
 
-def join_mp4s(parts: Sequence[Path], target: Path) -> None:
-    """Write `parts` back to back into `target` (stream copy: same codec and settings needed).
+def append_mp4(target: Path, part: Path) -> None:
+    """Put an episode's mp4 at the end of `target` (stream copy: same codec and settings
+    needed); without a target, `part` becomes it. `part` is gone afterwards.
 
-    Each part's timestamps continue where the previous part's end, so frame k of the result
-    sits at k / fps when every part has a constant frame rate.
+    The joined file replaces `target` in one rename, so a process killed meanwhile leaves the
+    old file whole. Each part's timestamps continue where the previous part's end, so frame k
+    of the result sits at k / fps when every part has a constant frame rate (also after many
+    appends: tests/datasets/test_video_files.py).
+    """
+    target, part = Path(target), Path(part)
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(part, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(part, target)  # the scratch folder lies inside the dataset: one file system
+        return
+    with replacing(target) as joined:
+        listing = joined.with_name(joined.name + ".parts" + TEMP_SUFFIX)
+        # The concat demuxer's list syntax: one `file '<path>'` per line, quotes escaped.
+        listing.write_text(
+            "".join("file '{}'\n".format(str(p.resolve()).replace("'", "'\\''")) for p in (target, part))
+        )
+        try:
+            _ffmpeg(
+                target,
+                ["-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy", "-f", "mp4", str(joined)],
+            )
+        finally:
+            listing.unlink()
+    part.unlink()
+
+
+def truncate_mp4(path: Path, n_frames: int) -> None:
+    """Keep the first `n_frames` frames of `path` (stream copy), replacing it in one rename.
+
+    Exact when the cut falls where an appended episode began: each episode's video starts
+    with a key frame.
+    """
+    first_frames = ["-map", "0:v:0", "-frames:v", str(n_frames), "-c", "copy"]
+    with replacing(path) as cut:
+        _ffmpeg(path, ["-i", str(path), *first_frames, "-f", "mp4", str(cut)])
+
+
+def count_mp4_frames(path: Path) -> int:
+    """The frames of an mp4's video stream, counted from its packets (nothing is decoded)."""
+    count = ["-nostats", "-progress", "pipe:1"]  # key=value lines on stdout, `frame=N` among them
+    out = _ffmpeg(path, [*count, "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "null", "-"])
+    counts = [int(line.split("=", 1)[1]) for line in out.splitlines() if line.startswith("frame=")]
+    if not counts:
+        raise VideoError(f"{path}: ffmpeg reported no frame count")
+    return counts[-1]
+
+
+def _ffmpeg(path: Path, arguments: list[str]) -> str:
+    """Run imageio-ffmpeg's ffmpeg on `path`; its stdout, or VideoError naming `path` with
+    ffmpeg's last complaint.
+
+    In a session of its own: a Ctrl-C at the terminal reaches the recording, which finishes
+    the file it is writing before it stops, but not this ffmpeg, which would die mid-file.
     """
     import imageio_ffmpeg
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if len(parts) == 1:
-        Path(parts[0]).replace(target)
-        return
-    listing = target.with_suffix(".parts.txt")
-    # The concat demuxer's list syntax: one `file '<path>'` per line, quotes escaped.
-    listing.write_text(
-        "".join("file '{}'\n".format(str(Path(p).resolve()).replace("'", "'\\''")) for p in parts)
-    )
-    command = [imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "concat", "-safe", "0"]
-    done = subprocess.run(
-        [*command, "-i", str(listing), "-c", "copy", str(target)], capture_output=True, text=True
-    )
-    listing.unlink()
+    command = [imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-nostdin", "-loglevel", "error", *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, start_new_session=True)
     if done.returncode != 0:
-        raise VideoError(
-            f"{target}: ffmpeg could not join {len(parts)} episode videos: {done.stderr.strip()}"
-        )
-    for part in parts:
-        Path(part).unlink()
+        complaint = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise VideoError(f"{path}: ffmpeg failed ({complaint})")
+    return done.stdout
 
 
 def iter_frames(path: Path) -> Iterator[np.ndarray]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,36 @@ def write_text_atomic(text: str, path: Path, hint: str = OUTPUT_DIR_HINT) -> Pat
             raise cannot_write(path, exc, hint) from None
         raise
     return path
+
+
+TEMP_SUFFIX = ".tmp"
+"""The suffix of the temporary file `replacing` writes: never a reader's (.json, .parquet, .mp4),
+so a file left by a process killed mid-write is never read as part of the result."""
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` to write its new version into; when the block ends
+    normally it is fsynced and renamed over `path`, so a reader (or a process killed at any
+    moment) sees the old file or the new one, never half of one. On an error it is removed.
+
+    For files written by other code (pyarrow, ffmpeg), which text helpers cannot write: the
+    temporary name is `.<name>.<random>.tmp`, so writers that guess a format from the name
+    must be told it.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb") as written:
+            os.fsync(written.fileno())
+        os.chmod(tmp, 0o666 & ~_current_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def make_output_dir(out: Path, flag: str) -> None:
