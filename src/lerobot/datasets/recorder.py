@@ -139,8 +139,8 @@ class _VideoFiles:
     """One camera's video files. Kept episodes' mp4s wait in `pending` until the file they
     belong to is complete, then are joined into it in one pass."""
 
-    def __init__(self, root: Path, key: str, limits: FileLimits):
-        self.root, self.key = root, key
+    def __init__(self, root: Path, key: str, limits: FileLimits, fps: int):
+        self.root, self.key, self.fps = root, key, fps
         self.queue = root / SCRATCH_DIR / "queued" / key
         self.n_queued = 0
         self.splitter = _FileSplitter(limits.video_files_size_in_mb * MIB, limits.chunks_size)
@@ -164,7 +164,7 @@ class _VideoFiles:
 
     def close(self) -> None:
         if self.pending:
-            join_mp4s(self.pending, layout.video_file(self.root, self.key, self.pending_at))
+            join_mp4s(self.pending, layout.video_file(self.root, self.key, self.pending_at), self.fps)
             self.pending = []
 
 
@@ -277,7 +277,9 @@ class DatasetRecorder:
         features.update(layout.INDEX_FEATURES)
         if not self.features:
             self.features = features
-            self.videos = {key: _VideoFiles(self.root, key, self.limits) for key in episode.image_shapes}
+            self.videos = {
+                key: _VideoFiles(self.root, key, self.limits, self.fps) for key in episode.image_shapes
+            }
         elif features != self.features:
             raise ValueError(
                 f"episode {self.n_episodes}: features {sorted(features)} differ from the first "

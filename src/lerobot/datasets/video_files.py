@@ -10,16 +10,18 @@ from pathlib import Path
 
 import numpy as np
 
+from lerobot.utils.video import mp4_timescale, mp4_timing_options
+
 
 class VideoError(ValueError):
     """An mp4 that is missing, or that ffmpeg could not join or decode."""
 
 
-def join_mp4s(parts: Sequence[Path], target: Path) -> None:
+def join_mp4s(parts: Sequence[Path], target: Path, fps: int) -> None:
     """Write `parts` back to back into `target` (stream copy: same codec and settings needed).
 
     Each part's timestamps continue where the previous part's end, so frame k of the result
-    sits at k / fps when every part has a constant frame rate.
+    sits at k / fps when every part is an `EpisodeVideo` at `fps`.
     """
     import imageio_ffmpeg
 
@@ -34,7 +36,9 @@ def join_mp4s(parts: Sequence[Path], target: Path) -> None:
     )
     command = [imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "concat", "-safe", "0"]
     done = subprocess.run(
-        [*command, "-i", str(listing), "-c", "copy", str(target)], capture_output=True, text=True
+        [*command, "-i", str(listing), "-c", "copy", *_whole_frame_times(fps), str(target)],
+        capture_output=True,
+        text=True,
     )
     listing.unlink()
     if done.returncode != 0:
@@ -43,6 +47,20 @@ def join_mp4s(parts: Sequence[Path], target: Path) -> None:
         )
     for part in parts:
         Path(part).unlink()
+
+
+def _whole_frame_times(fps: int) -> list[str]:
+    """Output options that put every joined packet's times on whole frames.
+
+    The concat demuxer starts each part where the previous one ends, counted in microseconds:
+    at a frame rate that does not divide a second into whole microseconds (30, 15) each part
+    adds up to half a microsecond of error, which over thousands of episodes would grow past
+    LeRobot's 0.1 ms tolerance. Snapping to the nearest whole frame undoes it (the drift stays
+    far below half a frame), and the movie timescale keeps the file's length exact.
+    """
+    ticks = mp4_timescale(fps) // fps
+    snap = f"setts=pts=round(PTS/{ticks})*{ticks}:dts=round(DTS/{ticks})*{ticks}"
+    return ["-bsf:v", snap, *mp4_timing_options(fps)]
 
 
 def iter_frames(path: Path) -> Iterator[np.ndarray]:
