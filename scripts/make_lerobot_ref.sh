@@ -13,5 +13,7 @@ python312=$(scripts/find_python312.sh) || {
 command -v uv >/dev/null 2>&1 || python3 -m pip install -q uv
 uv venv -q -p "$python312" --allow-existing "$dest"
 # mujoco 3.3.0, as Meta-World needs, is in the constraints.
-uv pip install -q -p "$dest/bin/python" -c requirements/lerobot-ref.txt "lerobot[diffusion]==0.6.1"
+# The training extra (datasets, PyAV, torchcodec, accelerate): the tests that LeRobot reads and
+# trains on what lerobot-record-sim writes (tests/datasets/test_lerobot_reads_ours.py).
+uv pip install -q -p "$dest/bin/python" -c requirements/lerobot-ref.txt "lerobot[diffusion,training]==0.6.1"
 echo "$dest/bin/python"
