@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from lerobot.configs.dataset import DATASET_MODULES
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import check_seeds
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_extra
 
 # LeRobot's defaults for when a dataset starts a new file or chunk.
 CHUNKS_SIZE = 1000
@@ -71,6 +72,7 @@ class RecordSimConfig:
         if self.root is None:
             raise ConfigError("--root: required; the directory the dataset is written to")
         self.root = Path(self.root)
+        require_extra(f"--root={self.root}", "train", DATASET_MODULES)
         if self.root.exists():
             raise ConfigError(f"--root={self.root}: already exists; choose a new directory")
         if self.n_episodes <= 0:
