@@ -162,7 +162,7 @@ def test_lerobot_train_runs_on_a_recorded_dataset(recorded, tmp_path):
     missing = lerobot_lacks("accelerate")
     if missing:
         pytest.skip(
-            f"LeRobot 0.6.1's scratch environment lacks {missing} (its training extra): rebuild it with `make lerobot-ref`"
+            f"LeRobot 0.6.1's scratch environment lacks {missing}, which its lerobot-train requires: rebuild it with `make lerobot-ref`"
         )
     tiny_act = [
         "--policy.type=act", "--policy.device=cpu", "--policy.push_to_hub=false",
