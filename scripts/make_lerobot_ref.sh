@@ -14,5 +14,9 @@ python312=$(scripts/find_python312.sh) || {
 command -v uv >/dev/null 2>&1 || python3 -m pip install -q uv
 uv venv -q -p "$python312" --allow-existing "$dest"
 # mujoco 3.3.0, as Meta-World needs, is in the constraints.
-uv pip install -q -p "$dest/bin/python" -c requirements/lerobot-ref.txt "lerobot[diffusion,dataset]==0.6.1"
+# The dataset extra (datasets, PyAV, torchcodec) and accelerate, which lerobot-train requires:
+# the tests that LeRobot reads and trains on what lerobot-record-sim writes
+# (tests/datasets/test_lerobot_reads_ours.py). Not the training extra: its wandb is not needed
+# (--wandb.enable=false) and is one more download for a cache that builds this offline.
+uv pip install -q -p "$dest/bin/python" -c requirements/lerobot-ref.txt "lerobot[diffusion,dataset]==0.6.1" accelerate
 echo "$dest/bin/python"

@@ -1,5 +1,10 @@
 """Meta-World env: task resolution, observations, rendering and seeding (real simulator)."""
 
+import gc
+import os
+import signal
+import sys
+
 import numpy as np
 import pytest
 
@@ -8,6 +13,7 @@ from lerobot.envs.metaworld import MetaworldEnv, MetaworldEnvConfig
 from lerobot.envs.metaworld.tasks import resolve_task_groups
 from lerobot.processor.observation import observation_to_batch
 from lerobot.utils.errors import ConfigError
+from lerobot.utils.signals import Interrupted, interrupts_as_exceptions
 
 SMALL = {"observation_height": 64, "observation_width": 64}
 
@@ -232,3 +238,34 @@ def test_a_step_without_images_renders_nothing(metaworld, monkeypatch):
         assert renders == ["corner2"]
     finally:
         env.close()
+
+
+def test_a_stop_signal_while_the_renderer_is_built_waits_for_it(metaworld, monkeypatch):
+    """Ctrl-C raised inside mujoco.Renderer's constructor left one without its _mjr_context,
+    whose __del__ printed "Exception ignored ... AttributeError" after lerobot-eval had saved
+    its episodes: an env in the main process now finishes its command first, as a worker does."""
+    import mujoco.renderer
+
+    real = mujoco.renderer._render
+
+    class InterruptedWhileBuilding:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def MjrContext(*args, **kwargs):  # noqa: N802  (mujoco's name)
+            context = real.MjrContext(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, mid-construction
+            return context
+
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    monkeypatch.setattr(mujoco.renderer, "_render", InterruptedWhileBuilding())
+    env = make_env(MetaworldEnvConfig(task="reach-v3", **SMALL), n_envs=1, use_async_envs=False)["reach-v3"][
+        0
+    ]
+    with interrupts_as_exceptions(), pytest.raises(Interrupted):
+        env.reset_at([0], seeds=[0])
+    env.close()
+    gc.collect()
+    assert [f"{u.exc_type.__name__}: {u.exc_value}" for u in unraisable] == []

@@ -135,6 +135,37 @@ def test_ctrl_c_writes_partial_results_and_leaves_no_workers(tmp_path):
 
 
 @pytest.mark.slow
+def test_ctrl_c_in_a_terminal_stops_a_filmed_run_in_one_line(tmp_path):
+    """A terminal's Ctrl-C signals the whole process group: lerobot-eval, the envs it steps
+    itself, its env workers and the video encoders. The finished episodes are saved and the
+    stop is one line: no traceback, no "Exception ignored" from a renderer cut mid-build."""
+    out = tmp_path / "run"
+    filmed = [arg for arg in COMMON if not arg.startswith("--eval.max_episodes_rendered")]
+    args = [*filmed, "--eval.n_episodes=8", "--eval.batch_size=4", "--log_level=DEBUG", f"--output_dir={out}"]
+    proc = subprocess.Popen(
+        [LEROBOT_EVAL, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    before = []
+    for line in proc.stderr:  # until the first episode's line: one episode is saved
+        before.append(line)
+        if re.search(r" episode \d+ \(seed \d+\): ", line):
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    stderr = "".join(before) + proc.stderr.read()
+    proc.wait(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, stderr[-2000:]
+    assert "Exception ignored" not in stderr and "Traceback" not in stderr, stderr[-2000:]
+    assert stderr.rstrip().endswith(f"stopped by SIGINT; finished episodes are in {out}")
+    info = json.loads((out / "eval_info.json").read_text())
+    assert info["complete"] is False and 1 <= info["overall"]["n_episodes"] == len(journal_lines(out)) < 8
+    assert all(Path(episode["video_path"]).is_file() for episode in info["per_episode"])
+
+
+@pytest.mark.slow
 def test_resume_refuses_changed_settings_and_fresh_runs_refuse_old_results(tmp_path, capsys):
     out = tmp_path / "run"
     args = [

@@ -20,6 +20,11 @@ VIDEO_BACKENDS = ("torchcodec", "pyav", "video_reader")
 DEPTH_UNITS = ("mm", "m")
 
 
+DATASET_MODULES = ("pyarrow",)
+"""What the `train` extra installs that reading or writing a dataset needs: its frame tables
+are parquet files."""
+
+
 @dataclass
 class ImageTransformConfig:
     """One augmentation LeRobot may draw for a frame: a torchvision transform by name."""

@@ -33,7 +33,7 @@ import draccus
 from lerobot.configs import gym_env
 from lerobot.configs.fields import facts
 from lerobot.configs.types import PolicyFeature
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_extra
 
 LAZY_ENVS = "lerobot.envs.factory:make_lazy_envs"
 """What the default `create_envs` runs: the env layer's builder of our lazy vector envs, named by
@@ -123,6 +123,12 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     env_entry_point: ClassVar[str | None] = None
     """`"package.module:Class"`: the gymnasium env one task runs in, built with `env_kwargs`.
     None: LeRobot's gym-id configs, whose envs `gym.make` builds."""
+    extra: ClassVar[str | None] = None
+    """The extra of this package that installs the simulator (`pip install 'lerobot[<extra>]'`);
+    None where it comes from elsewhere (plugins, LeRobot's gym-id configs)."""
+    extra_modules: ClassVar[tuple[str, ...]] = ()
+    """What `extra` installs that the envs import: one missing is a one-line error naming the
+    extra while the command line is parsed."""
 
     def __post_init__(self) -> None:
         """Checks every benchmark shares; a subclass's own `__post_init__` calls it first."""
@@ -132,6 +138,8 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
             raise ConfigError(
                 f"--env.render_mode={self.render_mode!r}: must be rgb_array (offscreen rendering)"
             )
+        if self.extra is not None:
+            require_extra(f"--env.type={self.type}", self.extra, self.extra_modules)
 
     @property
     def type(self) -> str:

@@ -4,15 +4,15 @@ in-training evaluation) and the full pipeline config around them."""
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
+from lerobot.configs.dataset import DATASET_MODULES
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import backend_only_fields, facts
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_extra
 from lerobot.utils.seeds import SEED_LIMIT, last_episode_seed
 
 BACKENDS = ("local", "ray")
@@ -166,8 +166,7 @@ class EvalConfig:
                         f"--eval.{name}={getattr(self, name)}: only used by the Ray backend; add --eval.backend=ray"
                     )
             return
-        if importlib.util.find_spec("ray") is None:
-            raise ConfigError("--eval.backend=ray: Ray is not installed; pip install 'lerobot[ray]'")
+        require_extra("--eval.backend=ray", "ray", ("ray",))
         if self.batch_size != 0 or self.measure_batch_size:
             given = f"batch_size={self.batch_size}" if self.batch_size else "measure_batch_size=true"
             raise ConfigError(
@@ -196,6 +195,7 @@ class EvalConfig:
             raise ConfigError(f"--eval.recording_root={self.recording_root}: add --eval.recording=true")
         if not self.recording:
             return
+        require_extra("--eval.recording=true", "train", DATASET_MODULES)
         if self.backend != "local":
             raise ConfigError(
                 "--eval.recording=true: only the local backend records; drop --eval.backend=ray"

@@ -38,7 +38,7 @@ from lerobot.configs.hub import HubOptions
 from lerobot.configs.optim import LRSchedulerConfig, OptimizerConfig
 from lerobot.configs.types import FeatureType, NormalizationMode, PolicyFeature
 from lerobot.utils.constants import ACTION, OBS_STATE
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_extra
 
 # What `--policy.device` may say; whether the machine has it is checked when the policy is built.
 DEVICE_PATTERN = re.compile(r"^(cpu|mps|(cuda|xpu)(:\d+)?)$")
@@ -53,6 +53,12 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
     connects_to_server: ClassVar[bool] = False
     """The policy's actions come from a policy server it connects to: `lerobot-serve-policy`
     serves a policy it loads itself, so it refuses such a type."""
+    extra: ClassVar[str | None] = None
+    """The extra of this package the type needs (`pip install 'lerobot[<extra>]'`); None: the
+    base install runs it."""
+    extra_modules: ClassVar[tuple[str, ...]] = ()
+    """What `extra` installs that the policy imports: one missing is a one-line error naming
+    the extra while the command line is parsed, not a traceback once the policy loads."""
 
     device: str | None = field(default=None, metadata=facts(result_neutral=True))
     """Torch device: cpu, cuda, cuda:<index>, mps or xpu; unset picks cuda, else mps, else cpu.
@@ -79,6 +85,8 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
     """LeRobot's license of the pushed repo; kept in config.json, nothing is pushed."""
 
     def __post_init__(self) -> None:
+        if self.extra is not None:
+            require_extra(f"--policy.type={self.type}", self.extra, self.extra_modules)
         if self.device is not None and not DEVICE_PATTERN.match(self.device):
             raise ConfigError(f"--policy.device={self.device!r}: unknown device; choose {DEVICE_CHOICES}")
         if self.use_peft:

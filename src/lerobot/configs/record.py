@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from lerobot.configs.dataset import DATASET_MODULES
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import check_seeds
 from lerobot.configs.fields import facts
 from lerobot.configs.policies import PreTrainedConfig
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_extra
 
 # LeRobot's defaults for when a dataset starts a new file or chunk.
 CHUNKS_SIZE = 1000
@@ -80,6 +81,7 @@ class RecordSimConfig:
         if self.root is None:
             raise ConfigError("--root: required; the directory the dataset is written to")
         self.root = Path(self.root)
+        require_extra(f"--root={self.root}", "train", DATASET_MODULES)
         if self.root.exists() and not self.resume:
             raise ConfigError(
                 f"--root={self.root}: already exists; choose a new directory, or pass --resume=true "

@@ -8,9 +8,11 @@ from typing import Literal
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import facts
 from lerobot.configs.policies import CheckpointPolicyConfig, PreTrainedConfig
-from lerobot.utils.errors import ConfigError
+from lerobot.utils.errors import ConfigError, require_extra
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+REMOTE_MODULES = ("websockets", "msgpack")
+"""What the `remote` extra installs: the server speaks openpi's msgpack frames over WebSocket."""
 
 
 @dataclass
@@ -42,6 +44,7 @@ class ServeConfig:
     """Console logging detail; DEBUG adds a line per request batch."""
 
     def __post_init__(self) -> None:
+        require_extra("lerobot-serve-policy", "remote", REMOTE_MODULES)
         if self.policy is None:
             choices = ", ".join(servable_policy_types())
             raise ConfigError(f"--policy.path or --policy.type: required; types: {choices}")

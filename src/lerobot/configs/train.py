@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from lerobot.configs.dataset import DatasetConfig, ImageTransformsConfig
+from lerobot.configs.dataset import DATASET_MODULES, DatasetConfig, ImageTransformsConfig
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.eval import EvalConfig, check_job_name, check_seeds
 from lerobot.configs.fields import facts
@@ -21,7 +21,7 @@ from lerobot.configs.train_extras import (
     SampleWeightingConfig,
     WandbConfig,
 )
-from lerobot.utils.errors import ConfigError, flag_value
+from lerobot.utils.errors import ConfigError, flag_value, require_extra
 
 __all__ = [
     "DatasetConfig",
@@ -141,6 +141,12 @@ class TrainPipelineConfig:
             raise ConfigError(
                 "--dataset.root: required (or --dataset.repo_id); a dataset written by lerobot-record-sim"
             )
+        source = (
+            f"--dataset.root={self.dataset.root}"
+            if self.dataset.root
+            else f"--dataset.repo_id={self.dataset.repo_id}"
+        )
+        require_extra(source, "train", DATASET_MODULES)
         if not isinstance(self.seed, int):  # LeRobot's null: no seeding
             raise ConfigError(
                 f"--seed={flag_value(self.seed)}: this build always seeds (runs are reproducible); pass an integer, e.g. 1000"

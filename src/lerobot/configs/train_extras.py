@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lerobot.configs.fields import facts
-from lerobot.utils.errors import ConfigError, flag_value
+from lerobot.utils.errors import ConfigError, flag_value, require_extra
 
 WANDB_MODES = ("online", "offline", "disabled")
 LOCAL_JOB_TARGETS = (None, "local")
@@ -22,7 +22,7 @@ LOCAL_JOB_TARGETS = (None, "local")
 @dataclass
 class WandbConfig:
     enable: bool = field(default=False, metadata=facts(result_neutral=True))
-    """Log losses and eval success to Weights & Biases (needs `pip install wandb`). This build
+    """Log losses and eval success to Weights & Biases (needs the `train` extra). This build
     never uploads: it needs --wandb.mode=offline (a local run folder under --output_dir, for
     `wandb sync` later) or disabled."""
     disable_artifact: bool = field(default=False, metadata=facts(result_neutral=True))
@@ -50,6 +50,8 @@ class WandbConfig:
                 f"{flag}: this build never uploads; pass --wandb.mode=offline (a local run folder "
                 "to `wandb sync` later) or --wandb.mode=disabled"
             )
+        if self.enable:
+            require_extra("--wandb.enable=true", "train", ("wandb",))
 
 
 @dataclass

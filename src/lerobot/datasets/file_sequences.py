@@ -118,8 +118,8 @@ class EpisodeFiles:
 class VideoFiles:
     """videos/<camera>/chunk-XXX/file-YYY.mp4: one camera's episodes, back to back."""
 
-    def __init__(self, root: Path, key: str, limits: FileLimits):
-        self.root, self.key = root, key
+    def __init__(self, root: Path, key: str, limits: FileLimits, fps: int):
+        self.root, self.key, self.fps = root, key, fps
         self.splitter = FileSplitter(limits.video_files_size_in_mb * MIB, limits.chunks_size)
         self.frames_in_file = 0
 
@@ -130,17 +130,17 @@ class VideoFiles:
         if where != previous:
             self.frames_in_file = 0
         target = layout.video_file(self.root, self.key, where)
-        append_mp4(target, episode_mp4)
+        append_mp4(target, episode_mp4, self.fps)
         self.splitter.bytes_in_file = target.stat().st_size
         first, self.frames_in_file = self.frames_in_file, self.frames_in_file + n_frames
         return where, first
 
-    def reopen(self, rows: Sequence[Mapping[str, Any]], fps: int) -> None:
+    def reopen(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Continue the file of the last of `rows`, cut back to the frames of its episodes."""
         last = rows[-1]
         where = FileIndex(last[f"videos/{self.key}/chunk_index"], last[f"videos/{self.key}/file_index"])
         path = layout.video_file(self.root, self.key, where)
-        frames = round(last[f"videos/{self.key}/to_timestamp"] * fps)
+        frames = round(last[f"videos/{self.key}/to_timestamp"] * self.fps)
         held = count_mp4_frames(path)
         if held < frames:
             raise VideoError(f"{path}: holds {held} frames, its episodes need {frames}")

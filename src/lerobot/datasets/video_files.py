@@ -13,20 +13,21 @@ from pathlib import Path
 import numpy as np
 
 from lerobot.utils.io import TEMP_SUFFIX, replacing
+from lerobot.utils.video import mp4_timescale, mp4_timing_options
 
 
 class VideoError(ValueError):
     """An mp4 that is missing, or that ffmpeg could not join or decode."""
 
 
-def append_mp4(target: Path, part: Path) -> None:
+def append_mp4(target: Path, part: Path, fps: int) -> None:
     """Put an episode's mp4 at the end of `target` (stream copy: same codec and settings
     needed); without a target, `part` becomes it. `part` is gone afterwards.
 
     The joined file replaces `target` in one rename, so a process killed meanwhile leaves the
     old file whole. Each part's timestamps continue where the previous part's end, so frame k
-    of the result sits at k / fps when every part has a constant frame rate (also after many
-    appends: tests/datasets/test_video_files.py).
+    of the result sits at k / fps when every part is an `EpisodeVideo` at `fps` (also after many
+    appends, snapped to whole frames: tests/datasets/test_video_files.py).
     """
     target, part = Path(target), Path(part)
     if not target.exists():
@@ -44,7 +45,11 @@ def append_mp4(target: Path, part: Path) -> None:
         try:
             _ffmpeg(
                 target,
-                ["-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy", "-f", "mp4", str(joined)],
+                [
+                    *["-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy"],
+                    *_whole_frame_times(fps),
+                    *["-f", "mp4", str(joined)],
+                ],
             )
         finally:
             listing.unlink()
@@ -87,6 +92,20 @@ def _ffmpeg(path: Path, arguments: list[str]) -> str:
         complaint = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise VideoError(f"{path}: ffmpeg failed ({complaint})")
     return done.stdout
+
+
+def _whole_frame_times(fps: int) -> list[str]:
+    """Output options that put every joined packet's times on whole frames.
+
+    The concat demuxer starts each part where the previous one ends, counted in microseconds:
+    at a frame rate that does not divide a second into whole microseconds (30, 15) each part
+    adds up to half a microsecond of error, which over thousands of episodes would grow past
+    LeRobot's 0.1 ms tolerance. Snapping to the nearest whole frame undoes it (the drift stays
+    far below half a frame), and the movie timescale keeps the file's length exact.
+    """
+    ticks = mp4_timescale(fps) // fps
+    snap = f"setts=pts=round(PTS/{ticks})*{ticks}:dts=round(DTS/{ticks})*{ticks}"
+    return ["-bsf:v", snap, *mp4_timing_options(fps)]
 
 
 def iter_frames(path: Path) -> Iterator[np.ndarray]:

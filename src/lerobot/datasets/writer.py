@@ -94,8 +94,8 @@ class DatasetWriter:
         writer.frame_files.reopen(writer.rows, writer.n_frames, frame_row_bytes(writer.features))
         writer.episode_files.reopen(writer.rows)
         for key in layout.video_keys(writer.features):
-            writer.video_files[key] = VideoFiles(writer.root, key, limits)
-            writer.video_files[key].reopen(writer.rows, writer.fps)
+            writer.video_files[key] = VideoFiles(writer.root, key, limits, writer.fps)
+            writer.video_files[key].reopen(writer.rows)
         return writer
 
     def append(self, episode: FinishedEpisode, log: Mapping[str, Any] | None = None) -> int:
@@ -147,7 +147,9 @@ class DatasetWriter:
         features.update(layout.INDEX_FEATURES)
         if not self.features:
             self.features = features
-            self.video_files = {key: VideoFiles(self.root, key, self.limits) for key in episode.image_shapes}
+            self.video_files = {
+                key: VideoFiles(self.root, key, self.limits, self.fps) for key in episode.image_shapes
+            }
         elif features != self.features:
             raise ValueError(
                 f"episode {self.n_episodes}: features {sorted(features)} differ from the dataset's "

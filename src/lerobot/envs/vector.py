@@ -33,6 +33,7 @@ from lerobot.envs.workers import (
     start_fork_server,
 )
 from lerobot.utils.gl import default_mujoco_gl
+from lerobot.utils.signals import signals_deferred
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +51,16 @@ class _InProcessSlot:
         self._reply: tuple[str, Any] | None = None
 
     def send(self, command: str, payload: Any = None) -> None:
-        try:  # building the env is part of the first command: its failure is the reply, as a worker's
-            if self._env is None:
-                self._env = self._env_fn()
-            self._reply = ("ok", run_command(self._env, command, payload))
-        except Exception as exc:
-            self._reply = error_reply(exc)
+        # A stop signal waits for the command, as a worker's does (workers ignore Ctrl-C): raised
+        # inside a simulator's constructor it left objects half built (MuJoCo's Renderer without
+        # its _mjr_context), whose __del__ printed "Exception ignored" once the run had stopped.
+        with signals_deferred():
+            try:  # building the env is part of the first command: its failure is the reply, as a worker's
+                if self._env is None:
+                    self._env = self._env_fn()
+                self._reply = ("ok", run_command(self._env, command, payload))
+            except Exception as exc:
+                self._reply = error_reply(exc)
 
     def recv(self, timeout: float | None = None) -> tuple[str, Any]:
         """The reply of the last command (it already ran: no timeout can apply in-process)."""

@@ -9,7 +9,6 @@ from typing import Any
 
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.evaluation.store.output_dir import encode_config
-from lerobot.utils.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +51,8 @@ def start_wandb(cfg: TrainPipelineConfig) -> Any:
     --resume=true continues --wandb.run_id, else the run the output directory last held."""
     if not cfg.wandb.enable:
         return None
-    try:
-        import wandb
-    except ImportError:
-        raise ConfigError("--wandb.enable=true: wandb is not installed; pip install wandb") from None
+    import wandb  # there: WandbConfig checked it while the command line was parsed
+
     run_id = cfg.wandb.run_id or (previous_wandb_run(cfg.output_dir) if cfg.resume else None)
     return wandb.init(
         id=run_id,

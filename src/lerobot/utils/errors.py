@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -44,6 +45,22 @@ def require_at_least(flag: str, value: int, low: int) -> None:
     """The one-line error for a count or size of `flag` below `low`."""
     if value < low:
         raise ConfigError(f"{flag}={value}: must be an integer >= {low}")
+
+
+def require_extra(needed_by: str, extra: str, modules: Sequence[str]) -> None:
+    """The one-line error for `needed_by` (a flag and its value, or a command) when a module of
+    the optional dependency set `extra` (pyproject.toml's extras) is not installed.
+
+    Called while the command line is parsed, before torch or a simulator loads: otherwise the
+    user reads a ModuleNotFoundError's traceback from deep inside a run, or, where a worker
+    imports the simulator, every episode failing for the harness. Looking a module up does not
+    import it.
+    """
+    missing = [module for module in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ConfigError(
+            f"{needed_by}: needs {', '.join(missing)} (not installed); pip install 'lerobot[{extra}]'"
+        )
 
 
 class NotInThisBuildError(NotImplementedError):

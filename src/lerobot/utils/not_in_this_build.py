@@ -25,9 +25,7 @@ PROCESSOR = (
     "tokenisation, relative actions, the robot defaults); use lerobot.processor's pipeline and "
     "standard steps, or register your own with ProcessorStepRegistry.register"
 )
-TRAINING = (
-    "a training setting or internal of LeRobot; use lerobot-train (its --help lists the flags)"
-)
+TRAINING = "a training setting or internal of LeRobot; use lerobot-train (its --help lists the flags)"
 DATASETS = "LeRobot's dataset and video tooling is not part of this build; use lerobot-record-sim, which writes LeRobot v3 datasets"
 BENCHMARK = "a benchmark this build does not have; use --env.type=metaworld, libero, pusht or aloha"
 HUB_CODE = (

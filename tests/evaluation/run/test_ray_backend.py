@@ -215,7 +215,7 @@ def test_missing_ray_names_the_extra(monkeypatch):
         importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a)
     )
     with pytest.raises(
-        ConfigError, match=r"^--eval.backend=ray: Ray is not installed; pip install 'lerobot\[ray\]'$"
+        ConfigError, match=r"^--eval.backend=ray: needs ray \(not installed\); pip install 'lerobot\[ray\]'$"
     ):
         EvalConfig(backend="ray")
 

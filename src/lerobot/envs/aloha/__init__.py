@@ -36,7 +36,6 @@ gymnasium env, which the config names by its entry point.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -55,16 +54,7 @@ from lerobot.envs.aloha.tasks import (
     resolve_tasks,
 )
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
-from lerobot.utils.errors import ConfigError, require_at_least, require_choice
-
-INSTALL_HINT = "install the extra: pip install 'lerobot[aloha]'"
-
-
-def check_installed() -> None:
-    """Fail in one line, before any worker starts, when the `aloha` extra is missing."""
-    for module in ("gym_aloha", "dm_control"):
-        if importlib.util.find_spec(module) is None:
-            raise ConfigError(f"--env.type=aloha: {module} is not installed; {INSTALL_HINT}")
+from lerobot.utils.errors import require_at_least, require_choice
 
 
 @EnvConfig.register_subclass("aloha")
@@ -73,6 +63,8 @@ class AlohaEnvConfig(EnvConfig):
     simulator_distributions: ClassVar[tuple[str, ...]] = ("gym-aloha", "dm-control", "mujoco")
     native_bindings: ClassVar[tuple[str, ...]] = ("mujoco",)
     env_entry_point: ClassVar[str] = "lerobot.envs.aloha.env:AlohaEnv"
+    extra: ClassVar[str] = "aloha"
+    extra_modules: ClassVar[tuple[str, ...]] = ("gym_aloha", "dm_control", "mujoco")
 
     task: str = "AlohaInsertion-v0"
     """`AlohaInsertion-v0`, `AlohaTransferCube-v0` or a comma list of both."""
@@ -94,7 +86,6 @@ class AlohaEnvConfig(EnvConfig):
         for flag in ("observation_height", "observation_width", "episode_length"):
             require_at_least(f"--env.{flag}", getattr(self, flag), 1)
         self._tasks = resolve_tasks(self.task)
-        check_installed()
 
     @classmethod
     def tiny_config(cls) -> AlohaEnvConfig:

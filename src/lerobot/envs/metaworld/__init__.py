@@ -49,6 +49,8 @@ class MetaworldEnvConfig(EnvConfig):
     simulator_distributions: ClassVar[tuple[str, ...]] = ("metaworld", "mujoco")
     native_bindings: ClassVar[tuple[str, ...]] = ("mujoco",)
     env_entry_point: ClassVar[str] = "lerobot.envs.metaworld.env:MetaworldEnv"
+    extra: ClassVar[str] = "metaworld"
+    extra_modules: ClassVar[tuple[str, ...]] = ("metaworld", "mujoco")
 
     task: str = "push-v3"
     """A task (`push-v3`), a group (`easy`, `medium`, `hard`, `very_hard`, `mt50`) or a comma list."""

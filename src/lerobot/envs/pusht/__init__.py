@@ -28,7 +28,6 @@ which the config names by its entry point.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -50,18 +49,10 @@ from lerobot.envs.pusht.tasks import (
     resolve_task,
 )
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_STATE
-from lerobot.utils.errors import ConfigError, require_at_least, require_choice
+from lerobot.utils.errors import require_at_least, require_choice
 
 # pygame (gym-pusht draws with it) prints a banner on import unless told not to.
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-
-INSTALL_HINT = "install the extra: pip install 'lerobot[pusht]'"
-
-
-def check_installed() -> None:
-    """Fail in one line, before any worker starts, when the `pusht` extra is missing."""
-    if importlib.util.find_spec("gym_pusht") is None:
-        raise ConfigError(f"--env.type=pusht: gym-pusht is not installed; {INSTALL_HINT}")
 
 
 @EnvConfig.register_subclass("pusht")
@@ -70,6 +61,8 @@ class PushtEnvConfig(EnvConfig):
     worker_preload: ClassVar[tuple[str, ...]] = ("gym_pusht.envs.pusht",)
     simulator_distributions: ClassVar[tuple[str, ...]] = ("gym-pusht",)
     env_entry_point: ClassVar[str] = "lerobot.envs.pusht.env:PushtEnv"
+    extra: ClassVar[str] = "pusht"
+    extra_modules: ClassVar[tuple[str, ...]] = ("gym_pusht",)
 
     task: str = TASK
     """The one PushT task, `PushT-v0`."""
@@ -101,7 +94,6 @@ class PushtEnvConfig(EnvConfig):
         ):
             require_at_least(f"--env.{flag}", getattr(self, flag), low)
         self.task = resolve_task(self.task)
-        check_installed()
 
     @classmethod
     def tiny_config(cls) -> PushtEnvConfig:

@@ -1,4 +1,5 @@
 from dataclasses import dataclass
+from typing import ClassVar
 
 from lerobot.configs.policies import PreTrainedConfig
 
@@ -12,5 +13,8 @@ class AlohaScriptedConfig(PreTrainedConfig):
     It reads the objects' poses (`observation.environment_state`) at the first step of each
     episode and the task name of each row (`env_task`); use it with `--env.type=aloha`.
     """
+
+    extra: ClassVar[str] = "aloha"
+    extra_modules: ClassVar[tuple[str, ...]] = ("gym_aloha", "mujoco")  # its end-effector scenes
 
     device: str | None = "cpu"

@@ -1,4 +1,5 @@
 from dataclasses import dataclass
+from typing import ClassVar
 
 from lerobot.configs.policies import PreTrainedConfig
 
@@ -11,5 +12,8 @@ class MetaworldExpertConfig(PreTrainedConfig):
     They read the full 39-d state (`observation.environment_state`), which the Meta-World env
     provides with every observation type, and the task name of each row (`env_task`).
     """
+
+    extra: ClassVar[str] = "metaworld"
+    extra_modules: ClassVar[tuple[str, ...]] = ("metaworld",)
 
     device: str | None = "cpu"

@@ -75,6 +75,8 @@ class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
     """Missing cameras are the model's business: it feeds -1 images whose tokens are masked."""
     adaptive_expert_norms: ClassVar[bool] = False
     """π0.5: the expert's norms are modulated by the flow-matching time (adaRMS)."""
+    extra: ClassVar[str] = "pi"
+    extra_modules: ClassVar[tuple[str, ...]] = ("transformers",)
 
     paligemma_variant: str = "gemma_2b"
     """The VLM's Gemma: gemma_2b (every published checkpoint) or dummy (tests)."""

@@ -38,6 +38,8 @@ class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
 
     blank_cameras_in_preprocessor: ClassVar[bool] = False
     """Missing cameras are the model's business: it feeds -1 images whose tokens are masked."""
+    extra: ClassVar[str] = "smolvla"
+    extra_modules: ClassVar[tuple[str, ...]] = ("transformers",)
 
     chunk_size: int = 50
     """Actions predicted per model call."""

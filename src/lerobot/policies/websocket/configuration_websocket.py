@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from lerobot.configs.env import EnvConfig
 from lerobot.configs.fields import facts
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.configs.serve import REMOTE_MODULES
 from lerobot.utils.errors import ConfigError
 
 ObsFormat = Literal["lerobot", "openpi_libero", "openpi_aloha"]
@@ -24,6 +24,8 @@ class WebsocketConfig(PreTrainedConfig):
     """
 
     connects_to_server: ClassVar[bool] = True
+    extra: ClassVar[str] = "remote"
+    extra_modules: ClassVar[tuple[str, ...]] = REMOTE_MODULES
 
     device: str | None = "cpu"
     """Where the (tiny) batch handling runs; the model runs wherever the server put it."""
@@ -57,11 +59,6 @@ class WebsocketConfig(PreTrainedConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        missing = [m for m in ("websockets", "msgpack") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise ConfigError(
-                f"--policy.type=websocket: needs {', '.join(missing)}; pip install 'lerobot[remote]'"
-            )
         if self.port is not None and not 0 < self.port < 65536:
             raise ConfigError(f"--policy.port={self.port}: must be a port number in 1..65535")
         if self.replan_steps is not None and self.replan_steps < 1:
