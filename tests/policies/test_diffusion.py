@@ -151,7 +151,8 @@ def test_given_noise_with_ddpm_steps_from_the_rows_seed_matches_lerobot(pusht_ch
     policy, steps = load_as_lerobot_user(pusht_checkpoint)
     policy.reset(env_ids=[0], seeds=[EPISODE_SEED])
     noise = recorded["noise"][:1]
-    actions = [policy.select_action({k: v[:1] for k, v in s.items()}, noise=noise.clone()) for s in steps]
+    first_row = [{k: v[:1] if isinstance(v, torch.Tensor) else v for k, v in s.items()} for s in steps]
+    actions = [policy.select_action(step, noise=noise.clone()) for step in first_row]
     torch.testing.assert_close(torch.stack(actions), recorded["ddpm.select_action.row_0"], **TOLERANCE)
 
 

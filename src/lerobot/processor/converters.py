@@ -22,6 +22,9 @@ REWARD = "next.reward"
 DONE = "next.done"
 TRUNCATED = "next.truncated"
 INFO = "info"
+TRANSITION_FIELDS = (ACTION, REWARD, DONE, TRUNCATED, INFO)
+"""The keys `transition_to_batch` always writes besides the observation and complementary data:
+in an evaluation batch they hold nothing the policy reads (no action yet, no reward)."""
 COMPLEMENTARY_KEYS = (
     "task",
     "index",

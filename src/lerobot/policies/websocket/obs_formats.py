@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from lerobot.processor.converters import TRANSITION_FIELDS
 from lerobot.utils.constants import OBS_IMAGE, OBS_IMAGES, OBS_STATE, TASK
 from lerobot.utils.errors import ConfigError
 
@@ -64,7 +65,8 @@ class LerobotFormat:
         sent = {
             key: value
             for key, value in batch.items()
-            if self.inputs is None or key in self.inputs or not key.startswith("observation.")
+            if (self.inputs is None or key in self.inputs or not key.startswith("observation."))
+            and key not in TRANSITION_FIELDS  # a pipeline's empty action, reward and flags
         }
         message: dict[str, Any] = {key: _rows_of(key, value, request.rows) for key, value in sent.items()}
         ids = request.ids()
