@@ -142,7 +142,13 @@ def make_pre_post_processors(
     path = pretrained_path or getattr(policy_cfg, "pretrained_path", None)
     pre_file = kwargs.get("preprocessor_config_filename") or PREPROCESSOR_FILE
     post_file = kwargs.get("postprocessor_config_filename") or POSTPROCESSOR_FILE
-    if path is not None and (Path(path) / pre_file).is_file():
+    # Only a policy of this build reads a checkpoint's saved pipelines here; another one (the
+    # LeRobot bridge, whose child runs LeRobot's own) gets the pipelines that place tensors.
+    if (
+        isinstance(policy_cfg, CheckpointPolicyConfig)
+        and path is not None
+        and (Path(path) / pre_file).is_file()
+    ):
         pre, post = saved_pipelines(Path(path), pre_file, post_file, pre_overrides, post_overrides)
     else:
         stats = _fresh_or_legacy_stats(policy_cfg, path, kwargs.get("dataset_stats"))
