@@ -24,6 +24,7 @@ from lerobot.envs.libero.observation import agent_state, format_observation, qua
 from lerobot.envs.libero.tasks import SUITE_EPISODE_LENGTHS, load_suites
 from lerobot.envs.utils import preprocess_observation
 from lerobot.policies.random.modeling_random import RandomPolicy
+from lerobot.processor import PolicyProcessorPipeline
 from lerobot.processor.env_processor import LiberoProcessorStep
 from lerobot.processor.observation import observation_to_batch
 from lerobot.scripts.lerobot_eval import main
@@ -397,15 +398,9 @@ def test_first_frame_depends_on_episode_index_not_batch_size(monkeypatch):
     assert not np.array_equal(obs_0["agent_pos"], obs_1["agent_pos"])  # another init state
     # LeRobot's LIBERO processor step has nothing left to convert in our observations.
     batch = preprocess_observation(obs_alone)
-    assert (
-        LiberoProcessorStep()(dict(batch)).keys()
-        == batch.keys()
-        == {
-            "observation.images.image",
-            "observation.images.image2",
-            "observation.state",
-        }
-    )
+    converted = PolicyProcessorPipeline(steps=[LiberoProcessorStep()])(dict(batch))
+    assert batch.keys() == {"observation.images.image", "observation.images.image2", "observation.state"}
+    assert all(converted[key] is value for key, value in batch.items())
 
 
 @pytest.mark.slow
