@@ -139,7 +139,7 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
                 f"--env.render_mode={self.render_mode!r}: must be rgb_array (offscreen rendering)"
             )
         if self.extra is not None:
-            require_extra(f"--env.type={self.type}", self.extra, self.extra_modules)
+            require_extra(lambda: f"--env.type={self.type}", self.extra, self.extra_modules)
 
     @property
     def type(self) -> str:

@@ -86,7 +86,7 @@ class PreTrainedConfig(draccus.ChoiceRegistry, abc.ABC):
 
     def __post_init__(self) -> None:
         if self.extra is not None:
-            require_extra(f"--policy.type={self.type}", self.extra, self.extra_modules)
+            require_extra(lambda: f"--policy.type={self.type}", self.extra, self.extra_modules)
         if self.device is not None and not DEVICE_PATTERN.match(self.device):
             raise ConfigError(f"--policy.device={self.device!r}: unknown device; choose {DEVICE_CHOICES}")
         if self.use_peft:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 EXIT_OK = 0
@@ -47,19 +47,22 @@ def require_at_least(flag: str, value: int, low: int) -> None:
         raise ConfigError(f"{flag}={value}: must be an integer >= {low}")
 
 
-def require_extra(needed_by: str, extra: str, modules: Sequence[str]) -> None:
+def require_extra(needed_by: str | Callable[[], str], extra: str, modules: Sequence[str]) -> None:
     """The one-line error for `needed_by` (a flag and its value, or a command) when a module of
     the optional dependency set `extra` (pyproject.toml's extras) is not installed.
 
     Called while the command line is parsed, before torch or a simulator loads: otherwise the
     user reads a ModuleNotFoundError's traceback from deep inside a run, or, where a worker
     imports the simulator, every episode failing for the harness. Looking a module up does not
-    import it.
+    import it. `needed_by` may be a callable, asked only when a module is missing (a config
+    subclass nobody registered has no `--env.type` name to give, and needs none while its
+    modules are there).
     """
     missing = [module for module in modules if importlib.util.find_spec(module) is None]
     if missing:
+        who = needed_by() if callable(needed_by) else needed_by
         raise ConfigError(
-            f"{needed_by}: needs {', '.join(missing)} (not installed); pip install 'lerobot[{extra}]'"
+            f"{who}: needs {', '.join(missing)} (not installed); pip install 'lerobot[{extra}]'"
         )
 
 
