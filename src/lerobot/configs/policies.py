@@ -185,7 +185,8 @@ class CheckpointPolicyConfig(PreTrainedConfig):
             raise ConfigError(f"--policy.empty_cameras={self.empty_cameras}: must be 0 or more")
 
     def task_steps(self) -> list:
-        """Instruction steps (lerobot.processor.language) a fresh policy's preprocessor runs."""
+        """The instruction steps (processor steps: newline, prompt, tokenizer) a fresh policy's
+        preprocessor runs, built once here (a tokenizer loads when its step is made)."""
         return []
 
     def get_optimizer_preset(self) -> OptimizerConfig:

@@ -2,7 +2,8 @@
 prompt, tokenise it.
 
 Language-conditioned checkpoints (SmolVLA, π0, π0.5) save these steps in
-policy_preprocessor.json, under LeRobot's registry names and settings:
+policy_preprocessor.json, under LeRobot's registry names and settings (as the pipeline steps
+that run them, lerobot.processor.newline_task_processor and .tokenizer_processor, write them):
 
     {"registry_name": "smolvla_new_line_processor", "config": {}}       (π0: pi0_new_line_processor)
     {"registry_name": "pi05_prepare_state_tokenizer_processor_step", "config": {}}
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,7 +31,6 @@ import torch
 from lerobot.utils.constants import OBS_LANGUAGE_ATTENTION_MASK, OBS_LANGUAGE_TOKENS, OBS_STATE, TASK
 
 NEWLINE_STEP = "smolvla_new_line_processor"
-NEWLINE_STEPS = (NEWLINE_STEP, "pi0_new_line_processor")
 STATE_PROMPT_STEP = "pi05_prepare_state_tokenizer_processor_step"
 TOKENIZER_STEP = "tokenizer_processor"
 STATE_BINS = 256
@@ -50,7 +50,6 @@ class NewlineTask:
 
     runs_on_normalized_state: ClassVar[bool] = False
     task_key: str = TASK
-    registry_name: str = NEWLINE_STEP
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(batch)
@@ -61,9 +60,6 @@ class NewlineTask:
             out[self.task_key] = [t if t.endswith("\n") else t + "\n" for t in task]
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        return {"registry_name": self.registry_name, "config": {}}
-
 
 @dataclass(frozen=True)
 class StatePromptTask:
@@ -71,7 +67,6 @@ class StatePromptTask:
     instruction: underscores and newlines become spaces, and each entry of the normalised state
     (not padded) is written as its bin index, -1 below -1 and 255 from the last bin up."""
 
-    registry_name: ClassVar[str] = STATE_PROMPT_STEP
     runs_on_normalized_state: ClassVar[bool] = True
     task_key: str = TASK
 
@@ -91,9 +86,6 @@ class StatePromptTask:
         out = dict(batch)
         out[self.task_key] = [_state_prompt(task, row) for task, row in zip(tasks, bins, strict=True)]
         return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {"registry_name": self.registry_name, "config": {}}
 
 
 def state_bins(state: torch.Tensor):
@@ -135,7 +127,6 @@ class TaskTokenizer:
     """Tokenises the batch's instructions; a batch of instructions seen before is not
     tokenised again (an episode repeats its instruction every step)."""
 
-    registry_name: ClassVar[str] = TOKENIZER_STEP
     runs_on_normalized_state: ClassVar[bool] = False
 
     def __init__(self, settings: TokenizerSettings, tokenizer: Any = None):
@@ -181,9 +172,6 @@ class TaskTokenizer:
             f"the policy reads an instruction per row under {self.settings.task_key!r}; the batch has "
             f"{type(task).__name__}"
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {"registry_name": self.registry_name, "config": asdict(self.settings)}
 
 
 def _load_tokenizer(name: str) -> Any:

@@ -15,7 +15,7 @@ PI0_NEWLINE_STEP = "pi0_new_line_processor"
 @dataclass
 class NewLineTaskProcessorStep(InstructionStep):
     def __post_init__(self) -> None:
-        self.batch_step = NewlineTask(registry_name=type(self)._registry_name)
+        self.batch_step = NewlineTask()
 
 
 @ProcessorStepRegistry.register(name=PI0_NEWLINE_STEP)

@@ -15,7 +15,8 @@ env lacks (`--policy.empty_cameras`), placed after renaming.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -42,7 +43,7 @@ from lerobot.processor.normalize_processor import NormalizerProcessorStep, Unnor
 from lerobot.processor.pipeline import DataProcessorPipeline
 from lerobot.processor.rename_processor import RenameObservationsProcessorStep
 from lerobot.processor.saved_pipeline import read_pipeline_file, steps_from_config
-from lerobot.processor.steps import Features, ObservationProcessorStep, ProcessorStep, ProcessorStepRegistry
+from lerobot.processor.steps import Features, ObservationProcessorStep, ProcessorStep
 from lerobot.utils.constants import ACTION
 from lerobot.utils.device_utils import resolve_device
 
@@ -155,7 +156,7 @@ def make_pre_post_processors(
         rename_map = pre_overrides.get("rename_observations_processor", {}).get("rename_map")
         post_device = post_overrides.get("device_processor", {}).get("device", "cpu")
         pre, post = policy_pipelines(
-            policy_cfg, stats, _task_steps(policy_cfg), device, rename_map, post_device
+            policy_cfg, stats, _fresh_task_steps(policy_cfg), device, rename_map, post_device
         )
     add_blank_cameras(pre, policy_cfg)
     return pre, post
@@ -185,10 +186,10 @@ def policy_pipelines(
     if stats is not None:
         norm_map = dict(cfg.normalization_mapping)
         features = {**cfg.input_features, **cfg.output_features}
-        normalizer = NormalizerProcessorStep(features=features, norm_map=norm_map, stats=_tensors(stats))
+        normalizer = NormalizerProcessorStep(features=features, norm_map=norm_map, stats=dict(stats))
         action_stats = {k: v for k, v in stats.items() if k == ACTION}
         unnormalizer = UnnormalizerProcessorStep(
-            features=dict(cfg.output_features), norm_map=norm_map, stats=_tensors(action_stats)
+            features=dict(cfg.output_features), norm_map=norm_map, stats=action_stats
         )
         steps += [*([] if after else [device_step]), normalizer, *after, *([device_step] if after else [])]
         post_steps.append(unnormalizer)
@@ -216,14 +217,21 @@ def saved_pipelines(
     """The checkpoint's saved pipelines, each failure one line naming --policy.path."""
     if not (directory / post_file).is_file():
         raise CheckpointError(f"--policy.path={directory}: {post_file} is missing next to {pre_file}")
-    try:
+    with pipeline_errors_naming(directory):
         pre = _load_saved(directory, pre_file, pre_overrides, PREPROCESSOR_NAME)
         post = _load_saved(directory, post_file, post_overrides, POSTPROCESSOR_NAME)
+    post.to_transition, post.to_output = policy_action_to_transition, transition_to_policy_action
+    return pre, post
+
+
+@contextmanager
+def pipeline_errors_naming(directory: Path) -> Iterator[None]:
+    """A saved pipeline that cannot be loaded, as one line naming --policy.path."""
+    try:
+        yield
     except (ImportError, KeyError, ValueError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         raise CheckpointError(f"--policy.path={directory}: {message}") from None
-    post.to_transition, post.to_output = policy_action_to_transition, transition_to_policy_action
-    return pre, post
 
 
 def _load_saved(
@@ -261,26 +269,17 @@ def add_blank_cameras(pre: DataProcessorPipeline, cfg: PreTrainedConfig) -> None
     pre.steps = steps
 
 
-def pipeline_step(batch_step: Any) -> ProcessorStep:
-    """The pipeline step of an instruction step of `lerobot.processor.language` (a policy
-    config's `task_steps()`), built from its saved form."""
-    entry = batch_step.to_json()
-    return ProcessorStepRegistry.get(entry["registry_name"])(**entry.get("config", {}))
-
-
 def saved_instruction_steps(directory: Path, filename: str) -> list[ProcessorStep]:
     """The instruction steps of a checkpoint's saved preprocessor, in their saved order."""
-    try:
+    with pipeline_errors_naming(directory):
         config, _ = read_pipeline_file(directory, filename, None, DEFAULT_HUB)
         steps = steps_from_config(config, {}, directory, where=filename)
-    except (ImportError, KeyError, ValueError, FileNotFoundError) as exc:
-        raise CheckpointError(f"--policy.path={directory}: {exc}") from None
     return [step for step in steps if isinstance(step, InstructionStep)]
 
 
-def _task_steps(cfg: PreTrainedConfig) -> list[ProcessorStep]:
-    fresh = getattr(cfg, "task_steps", None)
-    return [pipeline_step(step) for step in fresh()] if callable(fresh) else []
+def _fresh_task_steps(cfg: PreTrainedConfig) -> list[ProcessorStep]:
+    """A fresh checkpoint policy's instruction steps; other policies (random, experts) have none."""
+    return list(cfg.task_steps()) if isinstance(cfg, CheckpointPolicyConfig) else []
 
 
 def _split_at_normalizer(steps: Sequence[ProcessorStep]) -> tuple[list[ProcessorStep], list[ProcessorStep]]:
@@ -326,13 +325,6 @@ def read_legacy_stats(directory: Path, cfg: CheckpointPolicyConfig) -> dict[str,
 def _legacy_buffers(path: Path) -> dict[str, Tensor]:
     with safe_open(path, framework="pt") as f:
         return {k: f.get_tensor(k) for k in f.keys() if k.startswith(LEGACY_NORM_PREFIXES)}  # noqa: SIM118
-
-
-def _tensors(stats: Stats) -> dict[str, dict[str, Tensor]]:
-    return {
-        key: {name: torch.as_tensor(v, dtype=torch.float32) for name, v in by_stat.items()}
-        for key, by_stat in stats.items()
-    }
 
 
 def _reference_tensor(observation: Mapping[str, Any]) -> Tensor:

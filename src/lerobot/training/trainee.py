@@ -25,7 +25,6 @@ from lerobot.processor.instruction_steps import InstructionStep
 from lerobot.processor.pipeline import DataProcessorPipeline
 from lerobot.processor.policy_processors import (
     add_blank_cameras,
-    pipeline_step,
     policy_pipelines,
     saved_instruction_steps,
 )
@@ -143,7 +142,7 @@ def trainee_task_steps(policy_cfg: CheckpointPolicyConfig) -> list[InstructionSt
         directory = Path(policy_cfg.pretrained_path)
         if (directory / PREPROCESSOR_FILE).is_file():
             return saved_instruction_steps(directory, PREPROCESSOR_FILE)
-    return [pipeline_step(step) for step in policy_cfg.task_steps()]
+    return list(policy_cfg.task_steps())
 
 
 def matching_env_inputs(

@@ -236,10 +236,11 @@ class PiFlowConfig(VLAConfigMixin, CheckpointPolicyConfig):
             "instead, as LeRobot's does"
         )
 
-    def tokenizer_settings(self):
-        from lerobot.processor.language import TokenizerSettings
+    def tokenizer_step(self):
+        """LeRobot's tokenizer step for π0 and π0.5: PaliGemma's, padded to the maximum length."""
+        from lerobot.processor.tokenizer_processor import TokenizerProcessorStep
 
-        return TokenizerSettings(
+        return TokenizerProcessorStep(
             tokenizer_name=PALIGEMMA_TOKENIZER,
             max_length=self.tokenizer_max_length,
             padding="max_length",

@@ -24,6 +24,6 @@ class PI0Config(PiFlowConfig):
 
     def task_steps(self) -> list:
         """LeRobot's instruction steps for a fresh π0: newline, then PaliGemma's tokenizer."""
-        from lerobot.processor.language import NewlineTask, TaskTokenizer
+        from lerobot.processor.newline_task_processor import Pi0NewLineProcessor
 
-        return [NewlineTask(registry_name="pi0_new_line_processor"), TaskTokenizer(self.tokenizer_settings())]
+        return [Pi0NewLineProcessor(), self.tokenizer_step()]

@@ -40,6 +40,6 @@ class PI05Config(PiFlowConfig):
     def task_steps(self) -> list:
         """LeRobot's steps for a fresh π0.5, after the normaliser: the state prompt, then
         PaliGemma's tokenizer."""
-        from lerobot.processor.language import StatePromptTask, TaskTokenizer
+        from lerobot.processor.tokenizer_processor import Pi05PrepareStateTokenizerProcessorStep
 
-        return [StatePromptTask(), TaskTokenizer(self.tokenizer_settings())]
+        return [Pi05PrepareStateTokenizerProcessorStep(), self.tokenizer_step()]

@@ -215,12 +215,13 @@ class SmolVLAConfig(VLAConfigMixin, CheckpointPolicyConfig):
 
     def task_steps(self) -> list:
         """LeRobot's instruction steps for a fresh SmolVLA: newline, then its VLM's tokenizer."""
-        from lerobot.processor.language import NewlineTask, TaskTokenizer, TokenizerSettings
+        from lerobot.processor.newline_task_processor import NewLineTaskProcessorStep
+        from lerobot.processor.tokenizer_processor import TokenizerProcessorStep
 
-        settings = TokenizerSettings(
+        tokenizer = TokenizerProcessorStep(
             tokenizer_name=self.vlm_model_name,
             max_length=self.tokenizer_max_length,
             padding=self.pad_language_to,
             padding_side="right",
         )
-        return [NewlineTask(), TaskTokenizer(settings)]
+        return [NewLineTaskProcessorStep(), tokenizer]
