@@ -132,6 +132,7 @@ def write_metaworld_checkpoint(
     from lerobot.configs.types import FeatureType, PolicyFeature
     from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
     from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
+    from lerobot.processor.policy_processors import policy_pipelines
     from lerobot.training.checkpoints import save_pretrained
 
     vlm_dir = directory / "vlm"
@@ -166,5 +167,5 @@ def write_metaworld_checkpoint(
     policy = SmolVLAPolicy(config, vlm_weights=False).eval()
     stats = {key: {"mean": torch.zeros(4), "std": torch.ones(4)} for key in ("observation.state", "action")}
     checkpoint = directory / "checkpoint"
-    save_pretrained(policy, stats, checkpoint, config.task_steps())
+    save_pretrained(policy, policy_pipelines(config, stats, config.task_steps()), checkpoint)
     return checkpoint

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,9 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from lerobot.configs.checkpoint import POSTPROCESSOR_FILE, PREPROCESSOR_FILE
-from lerobot.configs.policies import CheckpointPolicyConfig
 from lerobot.policies.checkpoint import write_safetensors
 from lerobot.policies.pretrained import PreTrainedPolicy
-from lerobot.processor.policy_processors import policy_pipelines
-from lerobot.processor.steps import ProcessorStep
+from lerobot.processor.policy_processors import PolicyPipelines
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +46,9 @@ def save_checkpoint(
     output_dir: Path,
     step: int,
     policy: torch.nn.Module,
-    stats: Mapping[str, Mapping[str, Tensor]],
+    processors: PolicyPipelines,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
-    task_steps: Sequence[Any] = (),
     train_config: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write checkpoint `step` and point `last` at it; returns its pretrained_model dir. The
@@ -59,7 +56,7 @@ def save_checkpoint(
     `--config_path=<it> --resume=true` continues the run."""
     directory = checkpoint_dir(output_dir, step)
     pretrained = directory / PRETRAINED_DIR
-    save_pretrained(policy, stats, pretrained, task_steps)
+    save_pretrained(policy, processors, pretrained)
     if train_config is not None:
         (pretrained / TRAIN_CONFIG_FILE).write_text(json.dumps(train_config, indent=4))
     save_training_state(directory / TRAINING_STATE_DIR, step, optimizer, scheduler)
@@ -71,17 +68,11 @@ def save_checkpoint(
     return pretrained
 
 
-def save_pretrained(
-    policy: PreTrainedPolicy,
-    stats: Mapping[str, Mapping[str, Tensor]],
-    directory: Path,
-    task_steps: Sequence[ProcessorStep] = (),
-) -> None:
-    """config.json, model.safetensors and the processor pipelines LeRobot would save for this
-    policy (`policy_pipelines`: its step order, its file names)."""
+def save_pretrained(policy: PreTrainedPolicy, processors: PolicyPipelines, directory: Path) -> None:
+    """config.json, model.safetensors and the policy's processor pipelines (those training ran
+    its batches through: `policy_pipelines`, LeRobot's step order and file names)."""
     policy.save_pretrained(directory)  # config.json and model.safetensors
-    cfg: CheckpointPolicyConfig = policy.config
-    pre, post = policy_pipelines(cfg, stats, task_steps, device=cfg.device or "cpu")
+    pre, post = processors
     pre.save_pretrained(directory, config_filename=PREPROCESSOR_FILE)
     post.save_pretrained(directory, config_filename=POSTPROCESSOR_FILE)
 

@@ -66,10 +66,9 @@ def save_state(cfg: TrainPipelineConfig, trainee: Trainee, optimizer, scheduler,
             cfg.output_dir,
             step,
             trainee.policy,
-            trainee.stats,
+            trainee.processors(),
             optimizer,
             scheduler,
-            task_steps=trainee.task_steps,
             train_config=encode_config(cfg),
         )
     except ResultsWriteError:
