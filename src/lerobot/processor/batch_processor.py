@@ -22,56 +22,59 @@ DROPPED_COMPLEMENTARY = ("language_persistent", "language_events")
 class AddBatchDimensionProcessorStep(ProcessorStep):
     def __call__(self, transition: EnvTransition) -> EnvTransition:
         """A batch passes as it is, without copies (evaluation's and training's always do)."""
+        out = None
         action = transition.get(TransitionKey.ACTION)
-        observation = transition.get(TransitionKey.OBSERVATION) or {}
-        complementary = transition.get(TransitionKey.COMPLEMENTARY_DATA) or {}
-        single_action = isinstance(action, Tensor) and action.dim() == 1
-        single_observation = any(_batched_observation(k, v) is not v for k, v in observation.items())
-        if not (single_action or single_observation or _unbatched_complementary(complementary)):
-            return transition
-        out = dict(transition)
-        if single_action:
+        if isinstance(action, Tensor) and action.dim() == 1:
+            out = dict(transition)
             out[TransitionKey.ACTION] = action.unsqueeze(0)
-        if TransitionKey.OBSERVATION in transition and transition[TransitionKey.OBSERVATION] is not None:
-            out[TransitionKey.OBSERVATION] = {k: _batched_observation(k, v) for k, v in observation.items()}
-        if transition.get(TransitionKey.COMPLEMENTARY_DATA) is not None:
-            out[TransitionKey.COMPLEMENTARY_DATA] = _batched_complementary(complementary)
-        return out
+        for part, batched in (
+            (TransitionKey.OBSERVATION, _batched_observation),
+            (TransitionKey.COMPLEMENTARY_DATA, _batched_complementary),
+        ):
+            values = transition.get(part)
+            changed = batched(values) if values else None
+            if changed is not None:
+                out = out or dict(transition)
+                out[part] = changed
+        return out if out is not None else transition
 
     def transform_features(self, features: Features) -> Features:
         return features
 
 
-def _batched_observation(key: str, value: Any) -> Any:
+def _batched_observation(observation: dict[str, Any]) -> dict[str, Any] | None:
+    """The observation with each single sample (1-d state, 3-d image) a batch of one; None when
+    it is a batch already."""
+    singles = {key: value.unsqueeze(0) for key, value in observation.items() if _single_sample(key, value)}
+    return {**observation, **singles} if singles else None
+
+
+def _single_sample(key: str, value: Any) -> bool:
     if not isinstance(value, Tensor):
-        return value
-    if key in (OBS_STATE, OBS_ENV_STATE) and value.dim() == 1:
-        return value.unsqueeze(0)
-    if (key == OBS_IMAGE or key.startswith(f"{OBS_IMAGES}.")) and value.dim() == 3:
-        return value.unsqueeze(0)
-    return value
+        return False
+    if key in (OBS_STATE, OBS_ENV_STATE):
+        return value.dim() == 1
+    return (key == OBS_IMAGE or key.startswith(f"{OBS_IMAGES}.")) and value.dim() == 3
 
 
-def _unbatched_complementary(data: dict[str, Any]) -> bool:
-    if any(key in data for key in DROPPED_COMPLEMENTARY) or isinstance(data.get("task"), str):
-        return True
-    if any(isinstance(data.get(key), Tensor) and data[key].dim() == 0 for key in ("index", "task_index")):
-        return True
-    return any(key in data for key in ("messages", "message_streams", "target_message_indices"))
-
-
-def _batched_complementary(data: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in data.items() if k not in DROPPED_COMPLEMENTARY}
-    if isinstance(out.get("task"), str):
-        out["task"] = [out["task"]]
+def _batched_complementary(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The complementary data with one instruction, index or message list made a batch of one
+    (and the dataset's language annotations dropped); None when there is nothing to change."""
+    changed: dict[str, Any] = {}
+    if isinstance(data.get("task"), str):
+        changed["task"] = [data["task"]]
     for key in ("index", "task_index"):
-        if isinstance(out.get(key), Tensor) and out[key].dim() == 0:
-            out[key] = out[key].unsqueeze(0)
+        value = data.get(key)
+        if isinstance(value, Tensor) and value.dim() == 0:
+            changed[key] = value.unsqueeze(0)
     for key, first_of_one in (("messages", dict), ("message_streams", str), ("target_message_indices", int)):
-        value = out.get(key)
+        value = data.get(key)
         if isinstance(value, list) and (not value or isinstance(value[0], first_of_one)):
-            out[key] = [value]
-    return out
+            changed[key] = [value]
+    dropped = [key for key in DROPPED_COMPLEMENTARY if key in data]
+    if not changed and not dropped:
+        return None
+    return {**{k: v for k, v in data.items() if k not in DROPPED_COMPLEMENTARY}, **changed}
 
 
 __getattr__ = refused_names(__name__)  # LeRobot's names this module lacks, refused on use

@@ -56,25 +56,25 @@ class DeviceProcessorStep(ProcessorStep):
                 out[part] = {k: self._place(v) if isinstance(v, Tensor) else v for k, v in values.items()}
         return out if out is not None else transition
 
+    def _target(self, tensor: Tensor) -> torch.device:
+        """The step's device; a tensor already on some GPU stays on its GPU when the target is a
+        GPU (several processes each place theirs)."""
+        return tensor.device if tensor.is_cuda and self.tensor_device.type == "cuda" else self.tensor_device
+
+    def _needs_cast(self, tensor: Tensor) -> bool:
+        return self._dtype is not None and tensor.is_floating_point() and tensor.dtype != self._dtype
+
     def _changes(self, tensor: Tensor) -> bool:
-        if self._dtype is not None and tensor.is_floating_point() and tensor.dtype != self._dtype:
-            return True
-        if tensor.is_cuda and self.tensor_device.type == "cuda":
-            return False
-        return tensor.device != self.tensor_device
+        return tensor.device != self._target(tensor) or self._needs_cast(tensor)
 
     def _place(self, tensor: Tensor) -> Tensor:
-        """On the step's device (a tensor already on some GPU stays on its GPU when the target is a
-        GPU, as several processes each place theirs), cast when a float dtype is set."""
-        keep_gpu = tensor.is_cuda and self.tensor_device.type == "cuda"
-        target = tensor.device if keep_gpu else self.tensor_device
+        """On its target device, cast when a float dtype is set."""
+        target = self._target(tensor)
         if target.type == "mps" and tensor.dtype == torch.float64:
             tensor = tensor.to(dtype=torch.float32)
         if tensor.device != target:
             tensor = tensor.to(target, non_blocking=self._non_blocking)
-        if self._dtype is not None and tensor.is_floating_point() and tensor.dtype != self._dtype:
-            tensor = tensor.to(dtype=self._dtype)
-        return tensor
+        return tensor.to(dtype=self._dtype) if self._needs_cast(tensor) else tensor
 
     def get_config(self) -> dict[str, Any]:
         return {"device": self.device, "float_dtype": self.float_dtype}
