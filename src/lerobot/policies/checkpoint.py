@@ -7,16 +7,15 @@ torch there); this module only maps the weights onto a built policy and back.
 from __future__ import annotations
 
 import logging
-import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from lerobot.configs.checkpoint import LEGACY_NORM_PREFIXES, WEIGHTS_FILE, CheckpointError
+from lerobot.utils.io import write_safetensors
 
 logger = logging.getLogger(__name__)
 
@@ -77,20 +76,6 @@ def save_weights(
     path = Path(directory) / WEIGHTS_FILE
     write_safetensors({k: v.detach().cpu().contiguous() for k, v in state.items()}, path, {"format": "pt"})
     return path
-
-
-def write_safetensors(
-    tensors: Mapping[str, torch.Tensor], path: Path, metadata: Mapping[str, str] | None = None
-) -> None:
-    """safetensors' `save_file`, whose failed writes (disk full, file too large, read-only)
-    are an OSError with the system's reason, as any other file's are."""
-    try:
-        save_file(dict(tensors), path, metadata=dict(metadata) if metadata is not None else None)
-    except SafetensorError as exc:
-        code = re.search(r"os error (\d+)", str(exc))
-        if code is None:
-            raise
-        raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(path)) from exc
 
 
 def state_without_aliases(policy: torch.nn.Module) -> dict[str, torch.Tensor]:

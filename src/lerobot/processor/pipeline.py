@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
 import torch
-from safetensors.torch import save_file
 
 from lerobot.processor.converters import batch_to_transition, create_transition, transition_to_batch
 from lerobot.processor.core import EnvTransition, TransitionKey
@@ -37,6 +36,7 @@ from lerobot.processor.steps import (
     TruncatedProcessorStep,
 )
 from lerobot.utils.cache_dir import lerobot_cache_dir
+from lerobot.utils.io import write_safetensors
 
 __all__ = [
     "ActionProcessorStep",
@@ -236,7 +236,9 @@ class DataProcessorPipeline(Generic[TInput, TOutput]):
         directory = Path(save_directory)
         directory.mkdir(parents=True, exist_ok=True)
         for key, tensors in self.state_dict().items():
-            save_file({k: v.contiguous() for k, v in tensors.items()}, directory / f"{key}.safetensors")
+            write_safetensors(
+                {k: v.contiguous() for k, v in tensors.items()}, directory / f"{key}.safetensors"
+            )
         filename = config_filename or f"{self.file_stem()}.json"
         (directory / filename).write_text(json.dumps(self.get_config(), indent=2))
         if push_to_hub:

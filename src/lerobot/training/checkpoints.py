@@ -24,9 +24,9 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from lerobot.configs.checkpoint import POSTPROCESSOR_FILE, PREPROCESSOR_FILE
-from lerobot.policies.checkpoint import write_safetensors
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.processor.policy_processors import PolicyPipelines
+from lerobot.utils.io import write_safetensors
 
 logger = logging.getLogger(__name__)
 

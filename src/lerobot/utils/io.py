@@ -6,8 +6,9 @@ import contextlib
 import json
 import math
 import os
+import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,21 @@ def _current_umask() -> int:
     mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
     os.umask(mask)
     return mask
+
+
+def write_safetensors(
+    tensors: Mapping[str, Any], path: Path, metadata: Mapping[str, str] | None = None
+) -> None:
+    """safetensors' `save_file`, whose failed writes (disk full, file too large, read-only)
+    are an OSError with the system's reason, as any other file's are (weights, processor
+    statistics, training state: a checkpoint that cannot be written is one line)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import save_file
+
+    try:
+        save_file(dict(tensors), path, metadata=dict(metadata) if metadata is not None else None)
+    except SafetensorError as exc:
+        code = re.search(r"os error (\d+)", str(exc))
+        if code is None:
+            raise
+        raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(path)) from exc
