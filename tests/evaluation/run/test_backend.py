@@ -8,6 +8,7 @@ the actions it sees when tasks run one by one.
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -114,11 +115,35 @@ def test_a_shared_policy_would_mix_the_tasks_rows(monkeypatch):
     assert shared_log.actions != alone_log.actions
 
 
+class WaitingForTheFailurePolicy(CountingPolicy):
+    """Task a's rows step only once the run is stopping (after task b failed), so that the
+    outcome does not depend on how the task threads are scheduled."""
+
+    stopping = threading.Event()  # a class attribute: each task's copy of the policy waits on the same
+
+    def __init__(self):
+        super().__init__(fail_on_task="b")
+
+    def select_action(self, batch):
+        if batch[ENV_TASK][0] == "a":
+            assert self.stopping.wait(timeout=300), "task b's failure never stopped the run"
+        return super().select_action(batch)
+
+
 def test_one_failing_task_stops_the_others_and_closes_their_envs():
     envs = {task: make_vec(2, task=task.name) for task in TASKS}
     log = ActionLog()
+    backend = LocalBackend(
+        CountingPolicy(),
+        RolloutSettings(start_seed=0),
+        lambda task: envs[task],
+        max_parallel_tasks=2,
+        recorders=log,
+    )
+    WaitingForTheFailurePolicy.stopping = backend._stop  # the event the backend stops its tasks with
+    backend.policy = WaitingForTheFailurePolicy()
     with pytest.raises(ValueError, match="policy failure on task b"):
-        run_tasks(2, CountingPolicy(fail_on_task="b"), n_episodes=40, envs=envs, log=log)
+        run_evaluation(RunPlan(TASKS, 40), backend)
     assert not any(env.started for env in envs.values())
     assert "c" not in log.finished  # queued behind the failure: never started
     assert len([key for key in log.actions if key[0] == "a"]) < 40  # stopped part-way

@@ -148,6 +148,11 @@ class LocalBackend(EvalBackend):
             policy = copies.get()
             try:
                 self._run_unit(unit, policy, events)
+            except BaseException:
+                # Stop here, in the failing thread: a queued unit this thread (or another) picks
+                # up next must see the stop before the main thread hears of the failure.
+                self._stop.set()
+                raise
             finally:
                 copies.put(policy)
 
