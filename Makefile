@@ -10,7 +10,7 @@ VENV := .venv
 install:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install uv
 	@test -x $(VENV)/bin/python || uv venv $(VENV)
-	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,libero,pusht,aloha,ray,remote,test,dev,smolvla,pi]"
+	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,libero,pusht,aloha,maniskill,ray,remote,test,dev,smolvla,pi]"
 	uv pip install -p $(VENV)/bin/python --no-deps -r requirements/openpi-client.txt
 
 # LeRobot 0.6.1 itself in .venv-lerobot-ref (Python 3.12): the tests of the LeRobot bridge and
