@@ -11,6 +11,7 @@ from lerobot.envs import (
     aloha,  # noqa: F401,E402  (registers --env.type=aloha)
     libero,  # noqa: F401,E402  (registers --env.type=libero)
     libero_pro,  # noqa: F401,E402  (registers --env.type=libero_pro)
+    maniskill,  # noqa: F401,E402  (registers --env.type=maniskill)
     metaworld,  # noqa: F401,E402  (registers --env.type=metaworld)
     pusht,  # noqa: F401,E402  (registers --env.type=pusht)
 )
