@@ -55,9 +55,10 @@ def task_sizes(name: str) -> dict:
             modes[mode] = {**action_entry(env.action_space), "state": state}
             extra = leaf_names(obs["extra"])
             cameras = {c.uid: [c.height, c.width] for c in env.unwrapped._sensor_configs.values()}
+            reward_modes = list(env.unwrapped.SUPPORTED_REWARD_MODES)
         finally:
             env.close()
-    return {"control_modes": modes, "extra": extra, "cameras": cameras}
+    return {"control_modes": modes, "extra": extra, "cameras": cameras, "reward_modes": reward_modes}
 
 
 def main() -> None:

@@ -306,6 +306,15 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         """One env's gymnasium action space (a Box), known without building a simulator."""
         return self._gym_env_info().action_space
 
+    def task_observation_space(self, task_name: str) -> Any:
+        """The observation space of `task_name`'s env: `observation_space()` for a benchmark
+        whose tasks share one (all but ManiSkill's groups, whose robots and objects differ)."""
+        return self.observation_space()
+
+    def task_action_space(self, task_name: str) -> Any:
+        """The action space of `task_name`'s env: `action_space()` where the tasks share one."""
+        return self.action_space()
+
     def action_dim(self) -> int | None:
         """The length of one action when actions are flat vectors (None otherwise): what a
         policy served elsewhere must return."""

@@ -117,8 +117,8 @@ def lazy_task_env(
     """Our lazy vector env of `task`, from the config's `env_factory` (`make_task_env`)."""
     return LazyVectorEnv(
         [cfg.env_factory(task.name)] * n_envs,
-        cfg.observation_space(),
-        cfg.action_space(),
+        cfg.task_observation_space(task.name),
+        cfg.task_action_space(task.name),
         use_async=use_async_envs,
         preload_modules=cfg.fork_server_preload,
         step_timeout_s=step_timeout_s,

@@ -38,13 +38,14 @@ from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.maniskill.tasks import (
     FPS,
     OBS_TYPES,
-    REWARD_MODES,
     SIM_BACKENDS,
     TASKS,
     ObsType,
     TaskSizes,
     check_control_mode,
+    check_reward_mode,
     resolve_tasks,
+    reward_modes,
     task_sizes,
 )
 from lerobot.envs.maniskill.vulkan import require_vulkan
@@ -82,8 +83,9 @@ class ManiskillEnvConfig(EnvConfig):
     terminate_on_success: bool = False
     """End an episode at its first success; by default it runs to the step limit, as
     ManiSkill's evaluations do, so that success at the end means something."""
-    reward_mode: str = "normalized_dense"
-    """ManiSkill's reward: `normalized_dense` (its default), `dense`, `sparse` or `none`."""
+    reward_mode: str | None = None
+    """ManiSkill's reward: `normalized_dense`, `dense`, `sparse` or `none`, where the task
+    computes it; None: each task's default (`normalized_dense`, `sparse` for the long tasks)."""
     sim_backend: str = "auto"
     """`physx_cpu`, `physx_cuda`, or `auto`: physx_cuda where CUDA is, physx_cpu elsewhere."""
 
@@ -91,7 +93,6 @@ class ManiskillEnvConfig(EnvConfig):
         super().__post_init__()
         require_choice("--env.obs_type", self.obs_type, OBS_TYPES)
         require_choice("--env.sim_backend", self.sim_backend, SIM_BACKENDS)
-        require_choice("--env.reward_mode", self.reward_mode, REWARD_MODES)
         for flag in ("observation_height", "observation_width", "episode_length"):
             if getattr(self, flag) is not None:
                 require_at_least(f"--env.{flag}", getattr(self, flag), 1)
@@ -99,6 +100,8 @@ class ManiskillEnvConfig(EnvConfig):
         self._groups = resolve_tasks(self.task)
         if self.control_mode is not None:
             check_control_mode("--env.control_mode", self.control_mode, self.task_names)
+        if self.reward_mode is not None:
+            check_reward_mode("--env.reward_mode", self.reward_mode, self.task_names)
         if self.obs_type != "state":
             require_vulkan("--env.obs_type", self.obs_type)
 
@@ -146,9 +149,22 @@ class ManiskillEnvConfig(EnvConfig):
             "render_size": self.render_size,
             "episode_length": self.max_episode_steps(task_name),
             "terminate_on_success": self.terminate_on_success,
-            "reward_mode": self.reward_mode,
+            "reward_mode": self.reward_mode or reward_modes(task_name)[0],
             "sim_backend": self.sim_backend,
         }
+
+    def observation_space(self) -> Any:
+        return self.task_observation_space(self.task_names[0])
+
+    def action_space(self) -> Any:
+        return self.task_action_space(self.task_names[0])
+
+    def task_observation_space(self, task_name: str) -> Any:
+        """Read from the task's env, built without its scene (no simulator starts)."""
+        return self.env_factory(task_name)().observation_space
+
+    def task_action_space(self, task_name: str) -> Any:
+        return self.env_factory(task_name)().action_space
 
     def policy_features(self) -> dict[str, PolicyFeature]:
         """The first task's (those of a group may differ: `task_policy_features`)."""

@@ -165,7 +165,6 @@ the error a run of one of them gives before anything starts."""
 ObsType = Literal["pixels_agent_pos", "state"]
 OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "state")
 SIM_BACKENDS: tuple[str, ...] = ("auto", "physx_cpu", "physx_cuda")
-REWARD_MODES: tuple[str, ...] = ("normalized_dense", "dense", "sparse", "none")
 FPS = 20
 """ManiSkill's control frequency for every task here (100 Hz physics, 5 substeps)."""
 
@@ -216,6 +215,20 @@ def check_task(token: str) -> str:
         f"--env.task={token!r}: unknown ManiSkill task; {hint}offline tasks: {', '.join(TASKS)}; "
         f"groups: {', '.join(GROUPS)}"
     )
+
+
+def reward_modes(name: str) -> tuple[str, ...]:
+    """The rewards `name` computes, its default first (ManiSkill's `SUPPORTED_REWARD_MODES`)."""
+    return tuple(_sizes_table()[name]["reward_modes"])
+
+
+def check_reward_mode(flag: str, mode: str, task_names: list[str]) -> None:
+    """A reward mode every task of the run computes, or a one-line error listing theirs."""
+    for name in task_names:
+        if mode not in reward_modes(name):
+            raise ConfigError(
+                f"{flag}={mode}: {name} has no such reward; its rewards: {', '.join(reward_modes(name))}"
+            )
 
 
 def check_control_mode(flag: str, mode: str, task_names: list[str]) -> None:

@@ -13,7 +13,7 @@ from lerobot.configs.env import EnvConfig
 from lerobot.policies.checkpoint import read_weights
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.random.configuration_random import RandomConfig
-from lerobot.utils.constants import OBS_PREFIX
+from lerobot.utils.constants import ENV_TASK, OBS_PREFIX
 
 
 class RandomPolicy(PreTrainedPolicy):
@@ -39,14 +39,28 @@ class RandomPolicy(PreTrainedPolicy):
         self._offset = low.astype(np.float64)
         self._scale = (high - low).astype(np.float64)
         self._rngs: dict[int, np.random.Generator] = {}
+        self._bounds_by_task: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def for_env(cls, config: RandomConfig, env_cfg: EnvConfig | None) -> RandomPolicy:
-        """Samples `env_cfg`'s action space, which it needs to know."""
+        """Samples `env_cfg`'s action space, which it needs to know; in a run whose tasks take
+        different actions (ManiSkill's groups: several robots), each task's own."""
         if env_cfg is None:
             raise ValueError("the random policy needs the env config to know the action space")
         space = env_cfg.action_space()
-        return cls(config, space.low, space.high)
+        policy = cls(config, space.low, space.high)
+        for task in env_cfg.tasks():
+            other = env_cfg.task_action_space(task.name)
+            if other.shape != space.shape or not (
+                np.array_equal(other.low, space.low) and np.array_equal(other.high, space.high)
+            ):
+                policy.sample_task_space(task.name, other.low, other.high)
+        return policy
+
+    def sample_task_space(self, task_name: str, low: Any, high: Any) -> None:
+        """Rows running `task_name` (the batch's `env_task`) draw from these bounds instead."""
+        low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+        self._bounds_by_task[task_name] = (low, high - low)
 
     @classmethod
     def load_checkpoint(
@@ -73,10 +87,18 @@ class RandomPolicy(PreTrainedPolicy):
 
     def select_action(self, batch) -> torch.Tensor:
         n_rows = _batch_size(batch)
-        actions = np.empty((n_rows, *self._scale.shape), dtype=np.float32)
+        offset, scale = self._bounds_of(batch)
+        actions = np.empty((n_rows, *scale.shape), dtype=np.float32)
         for row in range(n_rows):
-            actions[row] = self._offset + self._scale * self._row_rng(row).random(self._scale.shape)
+            actions[row] = offset + scale * self._row_rng(row).random(scale.shape)
         return torch.from_numpy(actions)
+
+    def _bounds_of(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        """The batch's task's bounds (a batch is one task's rows), else the policy's own."""
+        tasks = batch.get(ENV_TASK) if self._bounds_by_task else None
+        if tasks:
+            return self._bounds_by_task.get(tasks[0], (self._offset, self._scale))
+        return self._offset, self._scale
 
     def _row_rng(self, row: int) -> np.random.Generator:
         if row not in self._rngs:
