@@ -102,9 +102,7 @@ class ManiskillEnv(StepsWithoutImages, gym.Env):
             seed = int(self.np_random.integers(SEED_RANGE))
         raw_obs, raw_info = self._ensure_sim().reset(seed=seed)
         self._steps = 0
-        info = {"is_success": False, "task": self.task, **scalar_info(raw_info)}
-        info["is_success"] = bool(info.pop("success", False))
-        return self._format(raw_obs), info
+        return self.format_observation(raw_obs), self.reset_info(raw_info)
 
     def step(self, action: np.ndarray):
         action = np.asarray(action, dtype=np.float32)
@@ -123,18 +121,29 @@ class ManiskillEnv(StepsWithoutImages, gym.Env):
             if blind:
                 sim._obs_mode = "rgb+state_dict"
         self._steps += 1
-        info = scalar_info(raw_info)
-        success, failed = bool(info.pop("success", False)), bool(info.get("fail", False))
-        info.update(is_success=success, task=self.task)
-        terminated = failed or (success and self.terminate_on_success)
-        truncated = self._steps >= self.episode_length and not terminated
+        info, terminated, truncated = self.step_outcome(raw_info, self._steps)
         return (
-            self._format(raw_obs, blind),
-            float(as_numpy(reward).reshape(-1)[0]),
+            self.format_observation(raw_obs, blind),
+            float(as_numpy(reward)[0]),
             terminated,
             truncated,
             info,
         )
+
+    def step_outcome(self, raw_info: dict, steps: int, row: int = 0) -> tuple[dict, bool, bool]:
+        """(info, terminated, truncated) of batch row `row` after its `steps`-th step: ManiSkill's
+        `fail` ends the episode, its `success` only with `terminate_on_success`."""
+        info = scalar_info(raw_info, row)
+        success, failed = bool(info.pop("success", False)), bool(info.get("fail", False))
+        info.update(is_success=success, task=self.task)
+        terminated = failed or (success and self.terminate_on_success)
+        truncated = steps >= self.episode_length and not terminated
+        return info, terminated, truncated
+
+    def reset_info(self, raw_info: dict, row: int = 0) -> dict:
+        info = {"task": self.task, **scalar_info(raw_info, row)}
+        info["is_success"] = bool(info.pop("success", False))
+        return info
 
     def render(self) -> np.ndarray:
         """ManiSkill's render camera (its view for videos), at `render_size`."""
@@ -156,27 +165,31 @@ class ManiskillEnv(StepsWithoutImages, gym.Env):
             parts[uid], start = action[start : start + size], start + size
         return parts
 
-    def _format(self, raw_obs: dict, blind: bool = False) -> dict[str, Any]:
+    def format_observation(self, raw_obs: dict, blind: bool = False, row: int = 0) -> dict[str, Any]:
+        """Batch row `row` of ManiSkill's observation in LeRobot's layout (black images when
+        `blind`: ManiSkill was asked for the state only)."""
         obs: dict[str, Any] = {}
         if self.wants_cameras:
             obs["pixels"] = {
                 camera: np.zeros((h, w, 3), np.uint8)
                 if blind
-                else camera_image(raw_obs["sensor_data"], camera)
+                else camera_image(raw_obs["sensor_data"], camera, row)
                 for camera, (h, w) in self.cameras.items()
             }
-        obs["agent_pos"] = flat_vector(raw_obs["agent"])
-        obs["environment_state"] = flat_vector(raw_obs["extra"])
+        obs["agent_pos"] = flat_vector(raw_obs["agent"], row)
+        obs["environment_state"] = flat_vector(raw_obs["extra"], row)
         return obs
 
 
-def scalar_info(raw_info: dict) -> dict[str, Any]:
-    """ManiSkill's info (batched tensors of one env) as Python scalars: its flags and metrics."""
+def scalar_info(raw_info: dict, row: int = 0) -> dict[str, Any]:
+    """Batch row `row` of ManiSkill's info as Python scalars: its per-env flags and metrics."""
     info: dict[str, Any] = {}
     for key, value in raw_info.items():
         array = as_numpy(value)
-        if array.size == 1:
-            info[key] = array.reshape(-1)[0].item()
+        if array.ndim == 1 and row < array.shape[0]:
+            info[key] = array[row].item()
+        elif array.ndim == 0:
+            info[key] = array.item()
     return info
 
 
