@@ -241,6 +241,12 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         postprocessor. Default: identities (our envs give the policy's format already)."""
         return gym_env.load_entry_point(DEFAULT_ENV_PROCESSORS)()
 
+    def batched_slot_env(self, task: TaskSpec, n_envs: int) -> Any | None:
+        """The slots of `task` as one batched simulation in this process (a `SlotEnv` of the
+        benchmark's own, e.g. ManiSkill's GPU scenes: `n_envs` envs, one process), or None:
+        one env per slot, in env workers (`LazyVectorEnv`), as every benchmark does by default."""
+        return None
+
     @property
     def builds_own_envs(self) -> bool:
         """Whether this config overrides `create_envs` (a benchmark written for LeRobot): its

@@ -95,13 +95,17 @@ def make_task_env(
     worker steps `envs_per_worker` of the others.
 
     The env carries its `TaskSpec` (and, for code written against LeRobot, the task name,
-    description and fps in `metadata`). A config that builds its own envs gives the one of
+    description and fps in `metadata`). A benchmark that simulates a batch in one process
+    gives its own slot env (`EnvConfig.batched_slot_env`), where the worker settings do not apply. A config that builds its own envs gives the one of
     `task` from its `create_envs` instead (`OwnEnvs`), where the other settings do not apply.
     """
     if n_envs < 1:
         raise ConfigError(f"--eval.batch_size={n_envs}: need at least one env")
     if cfg.builds_own_envs:
         return OwnEnvs(cfg, n_envs, use_async_envs, (task,))(task)
+    batched = cfg.batched_slot_env(task, n_envs)
+    if batched is not None:
+        return batched
     return lazy_task_env(cfg, task, n_envs, use_async_envs, step_timeout_s, in_process_slots, envs_per_worker)
 
 

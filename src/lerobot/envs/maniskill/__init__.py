@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from lerobot.configs.env import EnvConfig, env_class_getter
+from lerobot.configs.env import EnvConfig, TaskSpec, env_class_getter
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.maniskill.tasks import (
     FPS,
@@ -50,7 +50,7 @@ from lerobot.envs.maniskill.tasks import (
 )
 from lerobot.envs.maniskill.vulkan import require_vulkan
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
-from lerobot.utils.errors import require_at_least, require_choice
+from lerobot.utils.errors import ConfigError, require_at_least, require_choice
 
 
 @EnvConfig.register_subclass("maniskill")
@@ -88,6 +88,10 @@ class ManiskillEnvConfig(EnvConfig):
     computes it; None: each task's default (`normalized_dense`, `sparse` for the long tasks)."""
     sim_backend: str = "auto"
     """`physx_cpu`, `physx_cuda`, or `auto`: physx_cuda where CUDA is, physx_cpu elsewhere."""
+    batched: bool | None = None
+    """Simulate a task's whole batch in one scene in this process (`num_envs` = the batch)
+    instead of one env per worker; None: where the simulation runs on the GPU (physx_cuda).
+    physx_cpu builds one env per scene, so there it takes --eval.batch_size=1."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -139,6 +143,21 @@ class ManiskillEnvConfig(EnvConfig):
         import torch
 
         return "physx_cuda" if torch.cuda.is_available() else "physx_cpu"
+
+    def batched_slot_env(self, task: TaskSpec, n_envs: int) -> Any | None:
+        """One scene of `n_envs` envs (`batched.BatchedScene`) where `--env.batched` asks for it,
+        by default on physx_cuda."""
+        backend = self.resolved_sim_backend()
+        if not (self.batched if self.batched is not None else backend == "physx_cuda"):
+            return None
+        if backend == "physx_cpu" and n_envs > 1:
+            raise ConfigError(
+                f"--env.batched=true: physx_cpu builds one env per scene; use --eval.batch_size=1, "
+                f"--env.sim_backend=physx_cuda (a GPU), or --env.batched=false (batch {n_envs} in workers)"
+            )
+        from lerobot.envs.maniskill.batched import BatchedScene
+
+        return BatchedScene(self.env_kwargs(task.name), n_envs, task)
 
     def env_kwargs(self, task_name: str) -> dict[str, Any]:
         return {
