@@ -57,9 +57,11 @@ apt_flags=()
 if [ "${ID:-}" = debian ] && [ "${VERSION_CODENAME:-}" = bookworm ]; then
     sources=/etc/apt/sources.list.d/lerobot-bookworm-backports.sources
     if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-        # The first Debian archive of the machine's own sources (a mirror or a snapshot).
+        # The first Debian archive of the machine's own sources (a mirror), in either format
+        # (one-line .list or deb822 .sources): a URI whose path ends in /debian, so that a
+        # debian-security line listed first is not taken for it.
         mirror="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
-            | grep -E '^[[:space:]]*(URIs:|deb )' | grep -oE 'https?://[^ ]+/debian/?' | head -n1 || true)"
+            | grep -E '^[[:space:]]*(URIs:|deb )' | grep -oE 'https?://[^[:space:]]+' | grep -E '/debian/?$' | head -n1 || true)"
         mirror="${mirror:-http://deb.debian.org/debian}"
         log "adding bookworm-backports from ${mirror} (Mesa 25's lavapipe)"
         printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
@@ -70,7 +72,8 @@ fi
 
 log "apt-get install ${apt_flags[*]} ${PACKAGES[*]}"
 "${SUDO[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${apt_flags[@]}" "${PACKAGES[@]}" >/dev/null
+# Through `env`: sudo drops variables set in front of it, and DEBIAN_FRONTEND must reach apt-get.
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_flags[@]}" "${PACKAGES[@]}" >/dev/null
 if ! mesa_recent_enough; then
     log "installed mesa-vulkan-drivers $(installed_version mesa-vulkan-drivers), older than $MIN_MESA_MAJOR: ManiSkill's cameras may find no rendering device"
 fi
