@@ -71,7 +71,7 @@ def raw_steps_per_s(cfg, batch: int, steps: int) -> float:
 def ours_steps_per_s(cfg, batch: int, steps: int) -> float:
     """`BatchedScene` driven as the rollout drives it: all slots step each round, finished ones
     reset with their next seed."""
-    from lerobot.envs.maniskill.batched import BatchedScene
+    from lerobot.envs.maniskill.env import BatchedScene
     from lerobot.envs.slots import SlotRound
 
     task = cfg.tasks()[0]

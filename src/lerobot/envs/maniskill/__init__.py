@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from lerobot.configs import gym_env
 from lerobot.configs.env import EnvConfig, TaskSpec, env_class_getter
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.maniskill.tasks import (
@@ -50,7 +51,9 @@ from lerobot.envs.maniskill.tasks import (
 )
 from lerobot.envs.maniskill.vulkan import require_vulkan
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
-from lerobot.utils.errors import ConfigError, require_at_least, require_choice
+from lerobot.utils.errors import require_at_least, require_choice
+
+BATCHED_SCENE = "lerobot.envs.maniskill.env:BatchedScene"
 
 
 @EnvConfig.register_subclass("maniskill")
@@ -89,9 +92,9 @@ class ManiskillEnvConfig(EnvConfig):
     sim_backend: str = "auto"
     """`physx_cpu`, `physx_cuda`, or `auto`: physx_cuda where CUDA is, physx_cpu elsewhere."""
     batched: bool | None = None
-    """Simulate a task's whole batch in one scene in this process (`num_envs` = the batch)
-    instead of one env per worker; None: where the simulation runs on the GPU (physx_cuda).
-    physx_cpu builds one env per scene, so there it takes --eval.batch_size=1."""
+    """Simulate a task's whole batch in this process, in one scene (`num_envs` = the batch) on
+    the GPU, instead of one env per worker; None: where the simulation runs on the GPU
+    (physx_cuda). On physx_cpu (one env per scene) the batch's scenes step one after another."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -145,19 +148,12 @@ class ManiskillEnvConfig(EnvConfig):
         return "physx_cuda" if torch.cuda.is_available() else "physx_cpu"
 
     def batched_slot_env(self, task: TaskSpec, n_envs: int) -> Any | None:
-        """One scene of `n_envs` envs (`batched.BatchedScene`) where `--env.batched` asks for it,
-        by default on physx_cuda."""
+        """One scene of `n_envs` envs (the env module's `BatchedScene`, named by entry point like
+        the env) where `--env.batched` asks for it, by default on physx_cuda."""
         backend = self.resolved_sim_backend()
         if not (self.batched if self.batched is not None else backend == "physx_cuda"):
             return None
-        if backend == "physx_cpu" and n_envs > 1:
-            raise ConfigError(
-                f"--env.batched=true: physx_cpu builds one env per scene; use --eval.batch_size=1, "
-                f"--env.sim_backend=physx_cuda (a GPU), or --env.batched=false (batch {n_envs} in workers)"
-            )
-        from lerobot.envs.maniskill.batched import BatchedScene
-
-        return BatchedScene(self.env_kwargs(task.name), n_envs, task)
+        return gym_env.load_entry_point(BATCHED_SCENE)(self.env_kwargs(task.name), n_envs, task)
 
     def env_kwargs(self, task_name: str) -> dict[str, Any]:
         return {
