@@ -162,6 +162,10 @@ class ArmController:
     """pd_joint_delta_pos: the joint change commanded per step, in units of the remaining one.
     The drives cover about 40% of a command within a step, so twice the rest settles in a few
     steps without overshooting."""
+    hold_radius = 0.02
+    """pd_joint_target_delta_pos: within this distance (metres) of its goal, the tool point is
+    held by moving the PD targets by `hold_gain` times the remaining joint change per step."""
+    hold_gain = 0.3
     rotation_weight = 0.1
     """Metres of position error that weigh as much as a radian of orientation error."""
     loose_rotation_weight = 0.0
@@ -197,7 +201,12 @@ class ArmController:
             return np.append(arm, self._gripper_step(gripper, qpos[n]))
         if self.target is None:
             self.target = np.array(qpos[: n + 1], dtype=np.float64)
-        arm = (qpos[:n] + change - self.target[:n]) / self.arm.max_joint_step
+        if np.linalg.norm(position - tool_position) < self.hold_radius:
+            # Near the goal, integrate: the targets stop following joints that a grasped cube
+            # pushes aside, and come to rest where the tool point does.
+            arm = self.hold_gain * change / self.arm.max_joint_step
+        else:
+            arm = (qpos[:n] + change - self.target[:n]) / self.arm.max_joint_step
         arm = arm / max(1.0, float(np.abs(arm).max()))
         action = np.append(arm, self._gripper_step(gripper, self.target[n]))
         self.target += action * np.append(np.full(n, self.arm.max_joint_step), self.arm.gripper_step or 0.0)
