@@ -11,6 +11,7 @@ from lerobot.policies import (  # noqa: F401  (register --policy.type values)
     aloha_scripted,
     diffusion,
     lerobot_bridge,
+    maniskill_expert,
     metaworld_expert,
     pi0,
     pi05,
