@@ -134,6 +134,10 @@ class ManiskillEnvConfig(EnvConfig):
     def max_episode_steps(self, task_name: str) -> int:
         return self.episode_length or TASKS[task_name].max_steps
 
+    def control_mode_of(self, task_name: str) -> str:
+        """The controller `task_name` runs with: `--env.control_mode`, else the task's default."""
+        return self.control_mode or TASKS[task_name].default_control_mode
+
     def camera_shape(self, task_name: str, camera: str) -> tuple[int, int]:
         """(height, width) of a camera's images in this run."""
         height, width = self.sizes(task_name).cameras[camera]
@@ -159,7 +163,7 @@ class ManiskillEnvConfig(EnvConfig):
         return {
             "task": task_name,
             "obs_type": self.obs_type,
-            "control_mode": self.control_mode or TASKS[task_name].default_control_mode,
+            "control_mode": self.control_mode_of(task_name),
             "cameras": {camera: self.camera_shape(task_name, camera) for camera in TASKS[task_name].cameras},
             "render_size": self.render_size,
             "episode_length": self.max_episode_steps(task_name),

@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from lerobot.configs.env import EnvConfig
 from lerobot.policies.maniskill_expert.arms import ArmController
 from lerobot.policies.maniskill_expert.configuration_maniskill_expert import ManiskillExpertConfig
 from lerobot.policies.maniskill_expert.tasks import parse_scene, task_for
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.constants import ENV_TASK, OBS_ENV_STATE, OBS_STATE
+from lerobot.utils.errors import ConfigError
 
 SCRIPT_VERSION = 1
 """Saved with the policy, its one weight: which generation of scripts acted."""
@@ -44,6 +46,14 @@ class ManiskillExpertPolicy(PreTrainedPolicy):
         super().__init__(config)
         self.register_buffer("script_version", torch.tensor(SCRIPT_VERSION, dtype=torch.int64))
         self._episodes: dict[int, Episode] = {}
+
+    @classmethod
+    def for_env(cls, config: ManiskillExpertConfig, env_cfg: EnvConfig | None) -> ManiskillExpertPolicy:
+        """Checks, before anything starts, that every task of the run has a script and runs in
+        the control mode its script acts in."""
+        if env_cfg is not None and env_cfg.type == "maniskill":
+            check_run(env_cfg)
+        return cls(config)
 
     def reset(self, env_ids: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> None:
         """Forget the episodes of `env_ids` (all rows when None); their next step starts afresh."""
@@ -84,3 +94,19 @@ class ManiskillExpertPolicy(PreTrainedPolicy):
         return episode.controller.action(
             scene.qpos, command.position, command.rotation, command.closed, command.keep_rotation
         )
+
+
+def check_run(env_cfg: EnvConfig) -> None:
+    """A one-line error for a task without a script, or run in another control mode than its
+    script's (the flag that fixes it named)."""
+    for task in env_cfg.tasks():
+        try:
+            scripted = task_for(task.name)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        mode = env_cfg.control_mode_of(task.name)
+        if mode != scripted.control_mode:
+            raise ConfigError(
+                f"--policy.type=maniskill_expert: its {task.name} script acts in {scripted.control_mode}, "
+                f"the run in {mode}; add --env.control_mode={scripted.control_mode}"
+            )
