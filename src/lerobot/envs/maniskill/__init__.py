@@ -60,6 +60,7 @@ BATCHED_SCENE = "lerobot.envs.maniskill.env:BatchedScene"
 @dataclass
 class ManiskillEnvConfig(EnvConfig):
     simulator_distributions: ClassVar[tuple[str, ...]] = ("mani-skill", "sapien")
+    worker_preload: ClassVar[tuple[str, ...]] = ("mani_skill.envs",)
     env_entry_point: ClassVar[str] = "lerobot.envs.maniskill.env:ManiskillEnv"
     extra: ClassVar[str] = "maniskill"
     extra_modules: ClassVar[tuple[str, ...]] = ("mani_skill", "sapien")
