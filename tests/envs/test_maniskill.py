@@ -141,6 +141,7 @@ def make_tasks_script():
     return module
 
 
+@pytest.mark.slow  # up to 20 s a task: a scene reset per control mode (11 for a Panda)
 @pytest.mark.parametrize("task", ["PickCube-v1", "TwoRobotPickCube-v1", "SO100GraspCube-v1"])
 def test_the_sizes_table_is_what_maniskill_says(task):
     """Rebuilt from ManiSkill (every control mode's scene reset once) as the script writes it."""
@@ -338,4 +339,3 @@ def test_a_task_without_its_suffix_is_the_v1_task_under_its_full_name():
         "PickCube-v1": ["PickCube-v1"],
         "so100": ["PickCubeSO100-v1", "SO100GraspCube-v1"],
     }
-
