@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from lerobot.envs.maniskill import ManiskillEnvConfig
-from lerobot.envs.maniskill.tasks import GROUPS, SO100_CONTROL_MODES, TASKS, task_sizes
+from lerobot.envs.maniskill.tasks import GROUPS, NEEDS_ASSETS, SO100_CONTROL_MODES, TASKS, task_sizes
 from lerobot.utils.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -173,6 +173,19 @@ def test_the_task_table_agrees_with_maniskills_registry():
             assert tuple(task_sizes(name).cameras) == task.cameras, name
         finally:
             env.close()
+
+
+def test_every_registered_task_with_a_download_names_it():
+    """A task ManiSkill registers with downloads is refused with those downloads named, not as
+    an unknown task. (Robot and scene assets, e.g. PickCubeWidowXAI's, are listed by hand.)"""
+    import mani_skill.envs  # noqa: F401  (registers the tasks)
+    from mani_skill.utils.registration import REGISTERED_ENVS
+
+    registered = {name: spec.asset_download_ids for name, spec in REGISTERED_ENVS.items()}
+    for name, ids in registered.items():
+        if ids:
+            assert name in NEEDS_ASSETS, name
+            assert sorted(asset.uid for asset in NEEDS_ASSETS[name]) == sorted(ids), name
 
 
 # --- fidelity: our env against ManiSkill's own loop ---------------------------------------------
