@@ -147,6 +147,8 @@ PARTNET_CABINET = Asset("partnet_mobility_cabinet", "partnet_mobility")
 NEEDS_ASSETS: dict[str, tuple[Asset, ...]] = {
     "PickSingleYCB-v1": (YCB,),
     "PickClutterYCB-v1": (YCB, Asset("pick_clutter_ycb_configs", "tasks/pick_clutter")),
+    "RotateSingleObjectInHandLevel2-v1": (YCB,),
+    "RotateSingleObjectInHandLevel3-v1": (YCB,),
     "TurnFaucet-v1": (Asset("partnet_mobility_faucet", "partnet_mobility"),),
     "OpenCabinetDrawer-v1": (PARTNET_CABINET,),
     "AssemblingKits-v1": (Asset("assembling_kits", "tasks/assembling_kits"),),
