@@ -8,13 +8,14 @@
 #                renders (below), the packages `import mani_skill.envs` needs beyond that
 #                machine's (found by trying, in gpu_mimic_venv.sh's stand-in for it), and
 #                gymnasium, draccus and mergedeep for LeRobot's own imports
-#   libs/        the Vulkan loader (libvulkan1) and libX11, which SAPIEN's renderer links
-#                against, as Debian packages: the step uses each only where the machine lacks it
+#   libs/        Debian packages of the Vulkan loader (libvulkan1), of libX11, which SAPIEN's
+#                renderer links against, and of what the NVIDIA driver's Vulkan library may link
+#                against (libGLdispatch, libXext): the step uses each only where the machine lacks it
 # Needs pip, apt-get and a network to the package index; the trim was checked by running
-# `maniskill_batched.py --smoke` on the unpacked tarball (README.md, "ManiSkill on a GPU").
+# `maniskill_batched.py --smoke` on the unpacked tarball (README.md, "GPU check").
 # .gpu-maniskill/ is in .gitignore: it travels only where a call carries it.
 #
-#   bash benchmarks/gpu_maniskill_prepare.sh && du -sh .gpu-maniskill    # about 1 minute
+#   bash benchmarks/gpu_maniskill_prepare.sh && du -sh .gpu-maniskill    # 2.5 minutes on 2 cores; 42 MB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.gpu-maniskill
@@ -55,5 +56,8 @@ tar -C "$site" -cf - . | xz -9 -T0 >"$dest/site.tar.xz"
 apt_options=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64)
 mkdir -p /tmp/amd64/partial
 apt-get "${apt_options[@]}" update >/dev/null
-(cd "$dest/libs" && apt-get "${apt_options[@]}" download libvulkan1 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0)
+(cd "$dest/libs" && apt-get "${apt_options[@]}" download libvulkan1 libglvnd0 libx11-6 libxext6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0)
+for f in "$dest"/libs/*.deb; do # libx11-6_2%3a1.8.4-2_amd64.deb as libx11-6.deb: plain names travel
+    mv "$f" "${f%%_*}.deb"
+done
 du -sh "$dest"/*
