@@ -18,7 +18,8 @@
 # physx_cuda, benchmarks/maniskill_batched.py) needs .gpu-maniskill instead (SAPIEN, a trimmed
 # ManiSkill and the Vulkan loader; gpu_maniskill_prepare.sh builds it, 42 MB), which does not
 # fit one call beside .gpu: it is a call of its own, carrying .gpu-maniskill. Where
-# .gpu-maniskill is absent the step says so in one line and is skipped.
+# .gpu-maniskill is absent, or lacks SAPIEN's PhysX GPU library (physx_cuda's, downloaded by
+# SAPIEN on first use, which the machine cannot), the step says so in one line and is skipped.
 #
 #   bash benchmarks/gpu_check.sh
 #   GPU_CHECK_STEPS=maniskill bash benchmarks/gpu_check.sh     # carry: .gpu-maniskill
@@ -151,6 +152,24 @@ PY
     timeout 60 "$python" -c "import sapien, mani_skill; print('ManiSkill from', mani_skill.__file__); print(sapien.render.get_device_summary())" ||
         echo "SAPIEN's device query failed (above)"
 }
+physx_gpu_ready() { # SAPIEN's PhysX GPU library where its enable_gpu() looks, from .gpu-maniskill/physx
+    "$python" - "$maniskill_dir/physx/libPhysXGpu_64.so.xz" <<'PY'
+import lzma
+import shutil
+import sys
+from pathlib import Path
+
+import sapien
+
+carried = Path(sys.argv[1])
+dest = Path.home() / ".sapien" / "physx" / sapien.physx.version() / "libPhysXGpu_64.so"
+if not dest.exists() and carried.exists():
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with lzma.open(carried) as source, open(dest, "wb") as out:
+        shutil.copyfileobj(source, out)
+sys.exit(0 if dest.exists() else 1)
+PY
+}
 maniskill_args=(--batches 32 128 512 --obs state camera)
 [ -n "${GPU_CHECK_SMOKE:-}" ] && maniskill_args=(--smoke)
 if ! selected maniskill; then
@@ -159,7 +178,9 @@ elif [ ! -f "$maniskill_dir/site.tar.xz" ]; then
     echo "=== ManiSkill skipped: no $maniskill_dir/site.tar.xz (gpu_maniskill_prepare.sh builds it; a call of its own carries it)"
 elif ! unpack_maniskill; then
     echo "=== ManiSkill skipped: unpacking $maniskill_dir failed (above)"
+elif [ -z "${GPU_CHECK_SMOKE:-}" ] && ! physx_gpu_ready; then
+    echo "=== ManiSkill skipped: physx_cuda needs SAPIEN's PhysX GPU library, which it downloads on first use and this machine cannot; gpu_maniskill_prepare.sh carries a copy it finds (PHYSX_GPU_LIB)"
 else
     step maniskill "ManiSkill PickCube-v1: the batched scene against ManiSkill's own batched loop, batch 32/128/512, state and a 128x128 camera" \
-        240 "$python" benchmarks/maniskill_batched.py "${maniskill_args[@]}"
+        "${MANISKILL_LIMIT_S:-240}" "$python" benchmarks/maniskill_batched.py "${maniskill_args[@]}"
 fi

@@ -8,6 +8,10 @@
 #                renders (below), the packages `import mani_skill.envs` needs beyond that
 #                machine's (found by trying, in gpu_mimic_venv.sh's stand-in for it), and
 #                gymnasium, draccus and mergedeep for LeRobot's own imports
+#   physx/       SAPIEN's PhysX GPU library (libPhysXGpu_64.so.xz), which physx_cuda loads and
+#                SAPIEN downloads from GitHub on first use: that machine cannot, nor can this one,
+#                so it is carried only where a copy is here (PHYSX_GPU_LIB, or where SAPIEN keeps
+#                it after a download: ~/.sapien/physx/VERSION/); without it the step stops there
 #   libs/        Debian packages of the Vulkan loader (libvulkan1), of libX11, which SAPIEN's
 #                renderer links against, and of what the NVIDIA driver's Vulkan library may link
 #                against (libGLdispatch, libXext): the step uses each only where the machine lacks it
@@ -53,6 +57,16 @@ find "$ms" -type f -size +300k ! -path "*/franka_description/*" \
     ! -path "*/scene_builder/table/assets/table.glb" -delete
 tar -C "$site" -cf - . | xz -9 -T0 >"$dest/site.tar.xz"
 
+# SAPIEN 3.0.3's sapien.physx.version(): its GPU library must be this build.
+physx_version=105.1-physx-5.3.1.patch0
+physx_gpu="${PHYSX_GPU_LIB:-$HOME/.sapien/physx/$physx_version/libPhysXGpu_64.so}"
+if [ -f "$physx_gpu" ]; then
+    mkdir -p "$dest/physx"
+    xz -9 -T0 -c "$physx_gpu" >"$dest/physx/libPhysXGpu_64.so.xz"
+else
+    echo "no PhysX GPU library at $physx_gpu: the maniskill step will stop before physx_cuda (set PHYSX_GPU_LIB)" >&2
+fi
+
 apt_options=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64)
 mkdir -p /tmp/amd64/partial
 apt-get "${apt_options[@]}" update >/dev/null
@@ -61,3 +75,9 @@ for f in "$dest"/libs/*.deb; do # libx11-6_2%3a1.8.4-2_amd64.deb as libx11-6.deb
     mv "$f" "${f%%_*}.deb"
 done
 du -sh "$dest"/*
+# What one call carries: this folder and the repository (tracked files, untracked ones git does
+# not ignore), within the device's 64 MiB.
+tree=$(git ls-files -z --cached --others --exclude-standard | du -cb --files0-from=- | tail -n 1 | cut -f1)
+size=$(du -sb "$dest" | cut -f1)
+echo "$dest: $((size / 1000000)) MB + repository $((tree / 1000000)) MB = $(((size + tree) / 1000000)) MB (limit 67 MB)"
+[ $((size + tree)) -lt $((64 * 1024 * 1024)) ] || { echo "$dest does not fit one call" >&2; exit 1; }
