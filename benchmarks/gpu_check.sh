@@ -14,7 +14,15 @@
 #   gl/      the glvnd loader packages (libegl1, libopengl0, ...) for the NVIDIA driver's EGL.
 # benchmarks/gpu_check_prepare.sh builds it here; the device call carries it (carry: .gpu).
 #
+# ManiSkill's step (`maniskill`: the batched scene against ManiSkill's own batched loop on
+# physx_cuda, benchmarks/maniskill_batched.py) needs .gpu-maniskill instead (SAPIEN, a trimmed
+# ManiSkill and the Vulkan loader; gpu_maniskill_prepare.sh builds it, 42 MB), which does not
+# fit one call beside .gpu: it is a call of its own, carrying .gpu-maniskill. Where
+# .gpu-maniskill is absent, or lacks SAPIEN's PhysX GPU library (physx_cuda's, downloaded by
+# SAPIEN on first use, which the machine cannot), the step says so in one line and is skipped.
+#
 #   bash benchmarks/gpu_check.sh
+#   GPU_CHECK_STEPS=maniskill bash benchmarks/gpu_check.sh     # carry: .gpu-maniskill
 set -uo pipefail
 dir="${GPU_CHECK_DIR:-.gpu}"
 python="${PYTHON:-python3}"
@@ -46,11 +54,12 @@ smoke_measure=()
 [ -n "${GPU_CHECK_SMOKE:-}" ] && smoke=(--device cpu --episodes 2 --episode-length 20 --image-size 64 --batches 2 --tiny-vla)
 [ -n "${GPU_CHECK_SMOKE:-}" ] && smoke_measure=(--device cpu --episodes 4 --episode-length 20 --image-size 64)
 # GPU_CHECK_STEPS="render smolvla" runs only those steps (a rerun); default: all of them.
-only="${GPU_CHECK_STEPS:-render ceiling vla sweep measure before groups layout act smolvla pi random compile}"
+only="${GPU_CHECK_STEPS:-render ceiling vla sweep measure before groups layout act smolvla pi random compile maniskill}"
+selected() { case " $only " in *" $1 "*) return 0 ;; esac; return 1; }
 step() { # step ID NAME SECONDS COMMAND...
     local id="$1" name="$2" limit="$3"
     shift 3
-    case " $only " in *" $id "*) ;; *) return 0 ;; esac
+    selected "$id" || return 0
     echo "=== $name ($(date -u +%T))"
     local started=$SECONDS
     timeout "$limit" "$@"
@@ -116,3 +125,62 @@ step pi "pi0.5 full size" 120 "$python" benchmarks/pi_gpu.py --libero-episodes 0
 step random "harness vs raw loop, random policy, batch 8" 60 "$python" benchmarks/throughput.py \
     --task push-v3 --episodes 16 --episode-length 100 --batch-size 8 --json "$out/random_b8.json"
 step compile "pi0.5 full size, torch.compile" "${COMPILE_LIMIT_S:-120}" "$python" benchmarks/pi_gpu.py --libero-episodes 0 --modes compile --batch-sizes 1 8
+
+# ManiSkill: its packages unpacked into /tmp/maniskill_site, and of the carried system libraries
+# only those the machine lacks, linked into /tmp/maniskill_libs (not unpacked into /).
+maniskill_dir="${GPU_CHECK_MANISKILL_DIR:-.gpu-maniskill}"
+unpack_maniskill() {
+    "$python" - "$maniskill_dir/site.tar.xz" /tmp/maniskill_site <<'PY' || return 1
+import sys
+import tarfile
+
+with tarfile.open(sys.argv[1]) as archive:
+    archive.extractall(sys.argv[2], filter="data")
+PY
+    mkdir -p /tmp/maniskill_debs /tmp/maniskill_libs
+    for f in "$maniskill_dir"/libs/*.deb; do dpkg -x "$f" /tmp/maniskill_debs; done
+    for lib in libvulkan.so.1 libGLdispatch.so.0 libX11.so.6 libXext.so.6 libxcb.so.1 libXau.so.6 \
+        libXdmcp.so.6 libbsd.so.0 libmd.so.0; do
+        ldconfig -p | grep -q "[[:space:]]$lib " && continue
+        echo "the machine lacks $lib: the carried one is used"
+        ln -sf "$(find /tmp/maniskill_debs -name "$lib" | head -n 1)" /tmp/maniskill_libs/
+    done
+    export PYTHONPATH="/tmp/maniskill_site:$PYTHONPATH" LD_LIBRARY_PATH="/tmp/maniskill_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # The driver's Vulkan ICD where the image keeps it; without one SAPIEN falls back to its own copy.
+    local nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    [ -f "$nvidia_icd" ] && [ ! -f /usr/share/vulkan/icd.d/nvidia_icd.json ] && export VK_ICD_FILENAMES="$nvidia_icd"
+    timeout 60 "$python" -c "import sapien, mani_skill; print('ManiSkill from', mani_skill.__file__); print(sapien.render.get_device_summary())" ||
+        echo "SAPIEN's device query failed (above)"
+}
+physx_gpu_ready() { # SAPIEN's PhysX GPU library where its enable_gpu() looks, from .gpu-maniskill/physx
+    "$python" - "$maniskill_dir/physx/libPhysXGpu_64.so.xz" <<'PY'
+import lzma
+import shutil
+import sys
+from pathlib import Path
+
+import sapien
+
+carried = Path(sys.argv[1])
+dest = Path.home() / ".sapien" / "physx" / sapien.physx.version() / "libPhysXGpu_64.so"
+if not dest.exists() and carried.exists():
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with lzma.open(carried) as source, open(dest, "wb") as out:
+        shutil.copyfileobj(source, out)
+sys.exit(0 if dest.exists() else 1)
+PY
+}
+maniskill_args=(--batches 32 128 512 --obs state camera)
+[ -n "${GPU_CHECK_SMOKE:-}" ] && maniskill_args=(--smoke)
+if ! selected maniskill; then
+    :
+elif [ ! -f "$maniskill_dir/site.tar.xz" ]; then
+    echo "=== ManiSkill skipped: no $maniskill_dir/site.tar.xz (gpu_maniskill_prepare.sh builds it; a call of its own carries it)"
+elif ! unpack_maniskill; then
+    echo "=== ManiSkill skipped: unpacking $maniskill_dir failed (above)"
+elif [ -z "${GPU_CHECK_SMOKE:-}" ] && ! physx_gpu_ready; then
+    echo "=== ManiSkill skipped: physx_cuda needs SAPIEN's PhysX GPU library, which it downloads on first use and this machine cannot; gpu_maniskill_prepare.sh carries a copy it finds (PHYSX_GPU_LIB)"
+else
+    step maniskill "ManiSkill PickCube-v1: the batched scene against ManiSkill's own batched loop, batch 32/128/512, state and a 128x128 camera" \
+        "${MANISKILL_LIMIT_S:-240}" "$python" benchmarks/maniskill_batched.py "${maniskill_args[@]}"
+fi
