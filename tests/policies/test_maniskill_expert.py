@@ -113,15 +113,20 @@ def test_rows_act_alone_and_save_and_load(tmp_path):
     assert isinstance(ManiskillExpertPolicy.from_pretrained(tmp_path), ManiskillExpertPolicy)
 
 
+SEEDS = {task: range(3) for task in TASKS} | {"PickCubeSO100-v1": range(8)}
+"""The SO-100 gets more: its success needs the arm to read as still while the jaws hold the
+cube, which a too-tight grip breaks on some seeds only."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("task", list(TASKS))
 def test_solves_each_task(task):
-    """Three seeds per task, within ManiSkill's step limit (20 seeds each: see
+    """A few seeds per task, within ManiSkill's step limit (20 seeds each: see
     benchmarks/maniskill_expert_rates.py)."""
     env = make_env(task)
     policy = ManiskillExpertPolicy(ManiskillExpertConfig())
     try:
-        results = [run_episode(env, policy, task, seed) for seed in range(3)]
+        results = [run_episode(env, policy, task, seed) for seed in SEEDS[task]]
     finally:
         env.close()
     assert all(success for success, _ in results), results

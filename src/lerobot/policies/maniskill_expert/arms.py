@@ -10,6 +10,10 @@ action times the joint's limit; the drives (stiffness 1e3, damping 1e2) are damp
 joint covers about 40% of its commanded change within a step. The expert therefore commands the
 whole remaining change every step, scaled down to the action's range, and re-reads the joint
 positions the next step: a closed loop on the observed state.
+
+`pd_joint_pos` (the SO-100's mode here, and what LeRobot's real SO-100 takes) sets the PD
+targets to the action itself: the expert asks for the joint positions one inverse kinematics
+step away from the current ones, with no limit per step, and re-reads them the next step.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -27,6 +32,9 @@ from lerobot.policies.maniskill_expert.kinematics import (
     load_chain,
     rotation_about,
 )
+
+Grip = Literal["open", "close", "hold"]
+"""What a script asks of the gripper: open, close on a cube, or hold one it has closed on."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +58,10 @@ class Arm:
     """Radians per step that an arm action of 1 asks for (pd_joint_delta_pos's limit)."""
     gripper_open: float
     gripper_closed: float
-    """The gripper's targets: its action (Panda: absolute, normalised to [-1, 1]) or, where
-    `gripper_step` is set, its joint position in radians (SO-100: a delta action)."""
-    gripper_step: float | None = None
-    """Radians per step that a gripper action of 1 asks for, for a delta-controlled gripper."""
+    """The gripper's targets, as its action: Panda, normalised to [-1, 1]; SO-100, the joint
+    position in radians. Closed is past the fingers' stop on a cube, so that they squeeze it."""
+    gripper_holding: float
+    """The gripper's target while it carries a cube it has closed on."""
 
 
 PANDA = Arm(
@@ -66,6 +74,7 @@ PANDA = Arm(
     max_joint_step=0.1,
     gripper_open=1.0,
     gripper_closed=-1.0,
+    gripper_holding=-1.0,
 )
 SO100 = Arm(
     urdf="robots/so100/so100.urdf",
@@ -80,7 +89,11 @@ SO100 = Arm(
     max_joint_step=0.05,
     gripper_open=-0.45,
     gripper_closed=-0.8,
-    gripper_step=0.2,
+    # The jaws stop on a 2.5 cm cube near -0.8 rad. Squeezed there, PhysX reports the wrist
+    # joints moving at 0.2-0.5 rad/s while they stand still, and `is_robot_static` (every arm
+    # joint below 0.2 rad/s) fails; 0.02 rad less closed still carries the cube and shows the
+    # joints at rest. Holding targets from -0.775 to -0.785 all pass 100 seeds; -0.77 drops cubes.
+    gripper_holding=-0.78,
 )
 
 
@@ -147,73 +160,51 @@ def joint_step(
 
 
 class ArmController:
-    """Joint actions that move an arm's tool point towards target poses, for one episode.
+    """Joint actions that move an arm's tool point towards target poses.
 
     `pd_joint_delta_pos` adds each action to the joints' current positions: the controller
-    commands `gain` times the joint change that remains. `pd_joint_target_delta_pos` adds it
-    to the previous PD target instead, which the env keeps and does not show; the controller
-    keeps its own copy (the first observation's joint positions, plus every action since) and
-    moves it towards the joint positions it wants, one action's limit per step. The target
-    then runs ahead of the lagging joints, which move about 2.5 times as fast as with
-    `pd_joint_delta_pos`.
+    commands `gain` times the joint change that remains. `pd_joint_pos` takes the joint
+    positions themselves: the controller asks for the current ones plus the change. Either way
+    an action depends on the current observation only.
     """
 
     gain = 2.0
     """pd_joint_delta_pos: the joint change commanded per step, in units of the remaining one.
     The drives cover about 40% of a command within a step, so twice the rest settles in a few
     steps without overshooting."""
-    hold_radius = 0.02
-    """pd_joint_target_delta_pos: within this distance (metres) of its goal, the tool point is
-    held by moving the PD targets by `hold_gain` times the remaining joint change per step."""
-    hold_gain = 0.3
     rotation_weight = 0.1
     """Metres of position error that weigh as much as a radian of orientation error."""
     loose_rotation_weight = 0.0
     """The same, where the script lets the orientation drift."""
 
     def __init__(self, arm: Arm, control_mode: str):
-        if control_mode not in ("pd_joint_delta_pos", "pd_joint_target_delta_pos"):
+        if control_mode not in ("pd_joint_delta_pos", "pd_joint_pos"):
             raise ValueError(f"maniskill_expert: no arm controller for control mode {control_mode!r}")
         self.arm = arm
         self.kinematics = ArmKinematics(arm)
-        self.keeps_target = control_mode == "pd_joint_target_delta_pos"
-        self.target: np.ndarray | None = None
-        """pd_joint_target_delta_pos: the env's PD targets, arm joints then gripper."""
+        self.absolute = control_mode == "pd_joint_pos"
 
     def action(
         self,
         qpos: np.ndarray,
         position: np.ndarray,
         rotation: np.ndarray,
-        closed: bool,
+        gripper: Grip,
         keep_rotation: bool = True,
     ) -> np.ndarray:
         """The action that moves the tool point towards `position` and turns it towards
-        `rotation` (world frame), and opens or closes the gripper."""
+        `rotation` (world frame), and sets the gripper."""
         tool_position, tool_rotation, jac = self.kinematics.tool(qpos)
         weight = self.rotation_weight if keep_rotation else self.loose_rotation_weight
         change = joint_step(jac, position - tool_position, rotation_error(rotation, tool_rotation), weight)
         n = self.arm.n_arm_joints
-        gripper = self.arm.gripper_closed if closed else self.arm.gripper_open
-        if not self.keeps_target:
-            arm = self.gain * change / self.arm.max_joint_step
-            arm = arm / max(1.0, float(np.abs(arm).max()))  # slow every joint alike: keep the direction
-            return np.append(arm, self._gripper_step(gripper, qpos[n]))
-        if self.target is None:
-            self.target = np.array(qpos[: n + 1], dtype=np.float64)
-        if np.linalg.norm(position - tool_position) < self.hold_radius:
-            # Near the goal, integrate: the targets stop following joints that a grasped cube
-            # pushes aside, and come to rest where the tool point does.
-            arm = self.hold_gain * change / self.arm.max_joint_step
-        else:
-            arm = (qpos[:n] + change - self.target[:n]) / self.arm.max_joint_step
-        arm = arm / max(1.0, float(np.abs(arm).max()))
-        action = np.append(arm, self._gripper_step(gripper, self.target[n]))
-        self.target += action * np.append(np.full(n, self.arm.max_joint_step), self.arm.gripper_step or 0.0)
-        return action
-
-    def _gripper_step(self, gripper: float, current: float) -> float:
-        """The gripper's action: absolute (Panda), or the step from `current` towards it."""
-        if self.arm.gripper_step is None:
-            return gripper
-        return float(np.clip((gripper - current) / self.arm.gripper_step, -1.0, 1.0))
+        gripper_target = {
+            "open": self.arm.gripper_open,
+            "close": self.arm.gripper_closed,
+            "hold": self.arm.gripper_holding,
+        }[gripper]
+        if self.absolute:
+            return np.append(qpos[:n] + change, gripper_target)
+        arm = self.gain * change / self.arm.max_joint_step
+        arm = arm / max(1.0, float(np.abs(arm).max()))  # slow every joint alike: keep the direction
+        return np.append(arm, gripper_target)

@@ -1,8 +1,8 @@
 """ManiSkill's scripted experts behind the batched policy interface.
 
-Row i keeps its own episode state (the script's phase and the arm controller's PD targets),
-created at its first step and dropped by `reset`; its actions depend on its own observations
-only, so an episode acts the same in any batch and any slot.
+Row i keeps its own episode state (its script's phase), created at its first step and dropped
+by `reset`; its actions depend on its own observations only, so an episode acts the same in any
+batch and any slot.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ import numpy as np
 import torch
 
 from lerobot.configs.env import EnvConfig
-from lerobot.policies.maniskill_expert.arms import ArmController
 from lerobot.policies.maniskill_expert.configuration_maniskill_expert import ManiskillExpertConfig
-from lerobot.policies.maniskill_expert.tasks import parse_scene, task_for
+from lerobot.policies.maniskill_expert.tasks import arm_controller, parse_scene, task_for
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.utils.constants import ENV_TASK, OBS_ENV_STATE, OBS_STATE
 from lerobot.utils.errors import ConfigError
 
-SCRIPT_VERSION = 1
+SCRIPT_VERSION = 2
 """Saved with the policy, its one weight: which generation of scripts acted."""
 
 
@@ -33,7 +32,6 @@ class Episode:
 
     task: str
     script: Any
-    controller: ArmController
 
 
 class ManiskillExpertPolicy(PreTrainedPolicy):
@@ -84,15 +82,15 @@ class ManiskillExpertPolicy(PreTrainedPolicy):
         return torch.from_numpy(np.stack(actions).astype(np.float32))
 
     def _act(self, row: int, task_name: str, state: np.ndarray, extra: np.ndarray) -> np.ndarray:
+        task = task_for(task_name)
         episode = self._episodes.get(row)
         if episode is None or episode.task != task_name:
-            task = task_for(task_name)
-            episode = Episode(task_name, task.new_script(), ArmController(task.arm, task.control_mode))
+            episode = Episode(task_name, task.new_script())
             self._episodes[row] = episode
-        scene = parse_scene(task_for(task_name), state, extra)
+        scene = parse_scene(task, state, extra)
         command = episode.script.act(scene)
-        return episode.controller.action(
-            scene.qpos, command.position, command.rotation, command.closed, command.keep_rotation
+        return arm_controller(task).action(
+            scene.qpos, command.position, command.rotation, command.gripper, command.keep_rotation
         )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lerobot.policies.maniskill_expert.arms import Grip
 from lerobot.policies.maniskill_expert.kinematics import rotation_about
 
 DOWN = np.array([0.0, 0.0, -1.0])
@@ -40,7 +41,7 @@ class Command:
 
     position: np.ndarray
     rotation: np.ndarray
-    closed: bool
+    gripper: Grip
     keep_rotation: bool = True
     """False while carrying: the orientation may then drift where that shortens the joints'
     path (a cube held in closed fingers does not care how they are turned)."""
@@ -106,8 +107,8 @@ class PickAndPlace:
 
     Phases: reach (fingers open, down through a funnel: the higher above the grasp point, the
     larger the horizontal error it tolerates), close (hold still while the fingers close for
-    `close_steps` steps), carry (move the TCP by the cube's remaining error to its target; the
-    subclass decides what happens there).
+    `close_steps` steps), carry (the fingers hold the cube; move the TCP by the cube's
+    remaining error to its target; the subclass decides what happens there).
     """
 
     keep_rotation = True
@@ -139,13 +140,13 @@ class PickAndPlace:
         if np.linalg.norm(scene.tool_position - grasp) < 0.006:
             self._enter("close")
             return self._close(scene, cube, rotation)
-        return Command(funnel(grasp, scene.tool_position, self.gripper.hover), rotation, closed=False)
+        return Command(funnel(grasp, scene.tool_position, self.gripper.hover), rotation, gripper="open")
 
     def _close(self, scene: Scene, cube: np.ndarray, rotation: np.ndarray) -> Command:
         if self.steps_in_phase >= self.close_steps:
             self._enter("carry")
             return self._carry(scene, cube, rotation)
-        return Command(scene.tool_position, rotation, closed=True)
+        return Command(scene.tool_position, rotation, gripper="close")
 
     def _carry(self, scene: Scene, cube: np.ndarray, rotation: np.ndarray) -> Command:
         if np.linalg.norm(cube - scene.tool_position) > 0.04:  # dropped: try again
@@ -156,7 +157,7 @@ class PickAndPlace:
             self._enter("release")
             return self._release(scene, cube, rotation)
         return Command(
-            scene.tool_position + (target - cube), rotation, closed=True, keep_rotation=self.keep_rotation
+            scene.tool_position + (target - cube), rotation, gripper="hold", keep_rotation=self.keep_rotation
         )
 
     def _release(self, scene: Scene, cube: np.ndarray, rotation: np.ndarray) -> Command:
@@ -164,7 +165,7 @@ class PickAndPlace:
         if self.steps_in_phase == 0:
             self.release_position = scene.tool_position
         lift = 0.0 if self.steps_in_phase < 2 else 0.05
-        return Command(self.release_position + np.array([0.0, 0.0, lift]), rotation, closed=False)
+        return Command(self.release_position + np.array([0.0, 0.0, lift]), rotation, gripper="open")
 
     def place(self, scene: Scene, cube: np.ndarray) -> np.ndarray:
         """Where the cube's centre should go next."""
@@ -240,6 +241,8 @@ class PushCube:
             if np.linalg.norm(scene.tool_position - behind) < 0.01:
                 self.phase = "push"
             else:
-                return Command(funnel(behind, scene.tool_position, self.gripper.hover), rotation, closed=True)
+                return Command(
+                    funnel(behind, scene.tool_position, self.gripper.hover), rotation, gripper="close"
+                )
         goal = np.array([scene.goal[0], scene.goal[1], behind[2]])
-        return Command(goal - (self.standoff - 0.01) * direction, rotation, closed=True)
+        return Command(goal - (self.standoff - 0.01) * direction, rotation, gripper="close")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lerobot.policies.maniskill_expert.arms import PANDA, SO100, Arm, ArmKinematics
+from lerobot.policies.maniskill_expert.arms import PANDA, SO100, Arm, ArmController, ArmKinematics
 from lerobot.policies.maniskill_expert.scripts import (
     Gripper,
     PickCube,
@@ -32,7 +32,10 @@ PANDA_GRIPPER = Gripper(
 SO100_GRIPPER = Gripper(
     approach_axis=np.array([0.0, -1.0, 0.0]),
     closing_axis=np.array([1.0, 0.0, 0.0]),
-    grasp_depth=0.001,
+    # The middle of what works: grasps from 12 mm above the cube's centre to 4 mm below it
+    # pass 100 seeds; from 7 mm below (35/100), the moving jaw, which swings lower than its
+    # tip as it closes, strikes the table.
+    grasp_depth=-0.004,
     hover=0.04,
 )
 
@@ -94,7 +97,7 @@ TASKS = {
     ),
     "PickCubeSO100-v1": Task(
         arm=SO100,
-        control_mode="pd_joint_target_delta_pos",
+        control_mode="pd_joint_pos",
         extra_layout=PICK_CUBE_EXTRA,
         objects=("obj_pose",),
         goal="goal_pos",
@@ -114,6 +117,11 @@ def task_for(name: str) -> Task:
 @functools.cache
 def kinematics(arm: Arm) -> ArmKinematics:
     return ArmKinematics(arm)
+
+
+@functools.cache
+def arm_controller(task: Task) -> ArmController:
+    return ArmController(task.arm, task.control_mode)
 
 
 def parse_scene(task: Task, state: np.ndarray, environment_state: np.ndarray) -> Scene:
