@@ -130,3 +130,22 @@ def test_solves_each_task(task):
     finally:
         env.close()
     assert all(success for success, _ in results), results
+
+
+def test_a_run_the_scripts_cannot_act_in_is_refused_before_anything_starts():
+    """for_env checks every task: scripted, and run in its script's control mode."""
+    from lerobot.envs.maniskill import ManiskillEnvConfig
+    from lerobot.policies.maniskill_expert.configuration_maniskill_expert import ManiskillExpertConfig
+    from lerobot.policies.maniskill_expert.modeling_maniskill_expert import ManiskillExpertPolicy
+    from lerobot.utils.errors import ConfigError
+
+    config = ManiskillExpertConfig()
+    so100 = ManiskillEnvConfig(task="PickCubeSO100-v1", obs_type="state")
+    with pytest.raises(
+        ConfigError, match=r"PickCubeSO100-v1 script acts in pd_joint_pos.*--env.control_mode=pd_joint_pos$"
+    ):
+        ManiskillExpertPolicy.for_env(config, so100)
+    with pytest.raises(ConfigError, match=r"no script for task 'PullCube-v1'"):
+        ManiskillExpertPolicy.for_env(config, ManiskillEnvConfig(task="PickCube,PullCube", obs_type="state"))
+    fitting = ManiskillEnvConfig(task="PickCubeSO100-v1", obs_type="state", control_mode="pd_joint_pos")
+    assert isinstance(ManiskillExpertPolicy.for_env(config, fitting), ManiskillExpertPolicy)
