@@ -357,3 +357,29 @@ def test_a_task_without_its_suffix_is_the_v1_task_under_its_full_name():
         "PickCube-v1": ["PickCube-v1"],
         "so100": ["PickCubeSO100-v1", "SO100GraspCube-v1"],
     }
+
+
+# --- how an episode ends -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("terminate_on_success", "success", "fail", "steps", "ends"),
+    [
+        (False, True, False, 3, (False, False)),  # ManiSkill's protocol: run on to the step limit
+        (True, True, False, 3, (True, False)),  # LeRobot's: end at the first success
+        (False, False, True, 3, (True, False)),  # `fail` ends the episode, unsuccessful
+        (False, True, False, 8, (False, True)),  # the step limit truncates
+        (False, False, True, 8, (True, False)),  # a failure at the limit is a failure, not a truncation
+    ],
+)
+def test_success_fail_and_the_step_limit_end_an_episode_as_documented(
+    terminate_on_success, success, fail, steps, ends
+):
+    """The rule each step applies to ManiSkill's info (no scene needed: the env builds lazily),
+    for the offline tasks never report `fail` themselves."""
+    cfg = ManiskillEnvConfig(task="PickCube-v1", obs_type="state", episode_length=8)
+    env = cfg.env_factory("PickCube-v1")()
+    env.terminate_on_success = terminate_on_success
+    raw_info = {"success": np.array([success]), "fail": np.array([fail]), "elapsed_steps": np.array([steps])}
+    info, terminated, truncated = env.step_outcome(raw_info, steps)
+    assert (terminated, truncated) == ends
+    assert info["is_success"] is success and info["fail"] is fail and info["task"] == "PickCube-v1"
+    assert "success" not in info
