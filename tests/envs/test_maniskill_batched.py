@@ -150,3 +150,25 @@ def test_lerobot_eval_gives_the_same_episodes_batched_in_one_process_as_in_worke
     workers = run_eval(tmp_path, "workers", "--env.batched=false")
     assert batched == workers
     assert {row[0] for row in batched} == {"PickCubeSO100-v1", "SO100GraspCube-v1"} and len(batched) == 6
+
+
+def test_auto_simulates_on_the_gpu_only_where_sapiens_physx_gpu_library_is(monkeypatch, tmp_path, caplog):
+    """`auto` never has SAPIEN download its PhysX GPU library (an offline GPU machine would fail
+    every scene): without it, physx_cpu and one line saying why; with it, physx_cuda."""
+    from lerobot.envs.maniskill import backend
+
+    monkeypatch.setattr(backend, "cuda_available", lambda: True)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    backend.resolve_sim_backend.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger=backend.__name__):
+            assert backend.resolve_sim_backend("auto") == "physx_cpu"
+        assert "SAPIEN's PhysX GPU library is not at" in caplog.text and str(tmp_path) in caplog.text
+        library = backend.physx_gpu_library()
+        library.parent.mkdir(parents=True)
+        library.touch()
+        backend.resolve_sim_backend.cache_clear()
+        assert backend.resolve_sim_backend("auto") == "physx_cuda"
+        assert backend.resolve_sim_backend("physx_cuda") == "physx_cuda"  # asked for: SAPIEN's to fetch
+    finally:
+        backend.resolve_sim_backend.cache_clear()

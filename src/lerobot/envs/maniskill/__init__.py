@@ -91,7 +91,8 @@ class ManiskillEnvConfig(EnvConfig):
     """ManiSkill's reward: `normalized_dense`, `dense`, `sparse` or `none`, where the task
     computes it; None: each task's default (`normalized_dense`, `sparse` for the long tasks)."""
     sim_backend: str = "auto"
-    """`physx_cpu`, `physx_cuda`, or `auto`: physx_cuda where CUDA is, physx_cpu elsewhere."""
+    """`physx_cpu`, `physx_cuda`, or `auto`: physx_cuda where CUDA is and SAPIEN's PhysX GPU
+    library is installed (~/.sapien/physx/), physx_cpu elsewhere, saying why in one line."""
     batched: bool | None = None
     """Simulate a task's whole batch in this process, in one scene (`num_envs` = the batch) on
     the GPU, instead of one env per worker; None: where the simulation runs on the GPU
@@ -144,18 +145,12 @@ class ManiskillEnvConfig(EnvConfig):
         height, width = self.sizes(task_name).cameras[camera]
         return self.observation_height or height, self.observation_width or width
 
-    def resolved_sim_backend(self) -> str:
-        """`--env.sim_backend`, `auto` resolved (imports torch, so only where envs are built)."""
-        if self.sim_backend != "auto":
-            return self.sim_backend
-        import torch
-
-        return "physx_cuda" if torch.cuda.is_available() else "physx_cpu"
-
     def batched_slot_env(self, task: TaskSpec, n_envs: int) -> Any | None:
         """One scene of `n_envs` envs (the env module's `BatchedScene`, named by entry point like
         the env) where `--env.batched` asks for it, by default on physx_cuda."""
-        backend = self.resolved_sim_backend()
+        from lerobot.envs.maniskill.backend import resolve_sim_backend  # torch and SAPIEN: the env layer's
+
+        backend = resolve_sim_backend(self.sim_backend)
         if not (self.batched if self.batched is not None else backend == "physx_cuda"):
             return None
         return gym_env.load_entry_point(BATCHED_SCENE)(self.env_kwargs(task.name), n_envs, task)

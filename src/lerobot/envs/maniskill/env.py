@@ -19,6 +19,7 @@ from gymnasium import spaces
 from lerobot.configs.env import TaskSpec
 from lerobot.envs.blind_steps import StepsWithoutImages
 from lerobot.envs.commands import StepResult
+from lerobot.envs.maniskill.backend import cuda_available, resolve_sim_backend
 from lerobot.envs.maniskill.observation import as_numpy, camera_image, flat_vector
 from lerobot.envs.maniskill.tasks import FPS, TASKS, TaskSizes, task_sizes
 from lerobot.envs.slots import ResetOutcomes, SlotFailure, SlotRound, StepOutcomes
@@ -216,19 +217,6 @@ def build_observation_space(sizes: TaskSizes, cameras: dict[str, tuple[int, int]
     entries["agent_pos"] = vector(sizes.state)
     entries["environment_state"] = vector(sizes.environment_state)
     return spaces.Dict(entries)
-
-
-def cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def resolve_sim_backend(sim_backend: str) -> str:
-    """`auto`: PhysX on the GPU where CUDA is, else on the CPU."""
-    if sim_backend != "auto":
-        return sim_backend
-    return "physx_cuda" if cuda_available() else "physx_cpu"
 
 
 class BatchedScene:
