@@ -1,9 +1,9 @@
 """What the expert knows about each scripted ManiSkill task: the arm, the control mode its actions
 are for, and where each field lies in the observation vectors.
 
-`observation.environment_state` is ManiSkill's `obs["extra"]` flattened in its dict order; the
-layouts below are that order for `obs_mode="state_dict"` (a test checks them against a real
-env's `leaf_names`). `observation.state` is the agent's qpos then qvel.
+`observation.environment_state` is ManiSkill's `obs["extra"]` flattened in its dict order; each
+task's layout is the env's own table's (`lerobot.envs.maniskill.tasks.task_sizes`, written from
+ManiSkill; a test checks it against a real env's `leaf_names`). `observation.state` is the agent's qpos then qvel.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lerobot.envs.maniskill.tasks import task_sizes
 from lerobot.policies.maniskill_expert.arms import PANDA, SO100, Arm, ArmController, ArmKinematics
 from lerobot.policies.maniskill_expert.scripts import (
     Gripper,
@@ -39,14 +40,10 @@ SO100_GRIPPER = Gripper(
     hover=0.04,
 )
 
-PICK_CUBE_EXTRA = (
-    ("is_grasped", 1),
-    ("tcp_pose", 7),
-    ("goal_pos", 3),
-    ("obj_pose", 7),
-    ("tcp_to_obj_pos", 3),
-    ("obj_to_goal_pos", 3),
-)
+
+def extra_layout(task_name: str) -> tuple[tuple[str, int], ...]:
+    """The task's `observation.environment_state` layout, as the env's table states it."""
+    return task_sizes(task_name).extra
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,7 @@ TASKS = {
     "PickCube-v1": Task(
         arm=PANDA,
         control_mode="pd_joint_delta_pos",
-        extra_layout=PICK_CUBE_EXTRA,
+        extra_layout=extra_layout("PickCube-v1"),
         objects=("obj_pose",),
         goal="goal_pos",
         new_script=lambda: PickCube(PANDA_GRIPPER, "obj_pose", close_steps=3),
@@ -75,7 +72,7 @@ TASKS = {
     "PushCube-v1": Task(
         arm=PANDA,
         control_mode="pd_joint_delta_pos",
-        extra_layout=(("tcp_pose", 7), ("goal_pos", 3), ("obj_pose", 7)),
+        extra_layout=extra_layout("PushCube-v1"),
         objects=("obj_pose",),
         goal="goal_pos",
         new_script=lambda: PushCube(PANDA_GRIPPER, "obj_pose"),
@@ -83,14 +80,7 @@ TASKS = {
     "StackCube-v1": Task(
         arm=PANDA,
         control_mode="pd_joint_delta_pos",
-        extra_layout=(
-            ("tcp_pose", 7),
-            ("cubeA_pose", 7),
-            ("cubeB_pose", 7),
-            ("tcp_to_cubeA_pos", 3),
-            ("tcp_to_cubeB_pos", 3),
-            ("cubeA_to_cubeB_pos", 3),
-        ),
+        extra_layout=extra_layout("StackCube-v1"),
         objects=("cubeA_pose", "cubeB_pose"),
         goal=None,
         new_script=lambda: StackCube(PANDA_GRIPPER, "cubeA_pose", "cubeB_pose", close_steps=3),
@@ -98,7 +88,7 @@ TASKS = {
     "PickCubeSO100-v1": Task(
         arm=SO100,
         control_mode="pd_joint_pos",
-        extra_layout=PICK_CUBE_EXTRA,
+        extra_layout=extra_layout("PickCubeSO100-v1"),
         objects=("obj_pose",),
         goal="goal_pos",
         new_script=lambda: PickCube(SO100_GRIPPER, "obj_pose", close_steps=6),
