@@ -134,13 +134,28 @@ def run_ceiling_child(args: argparse.Namespace) -> None:
     ]
     for proc in procs:
         proc.start()
+    write_processes_result(args.json, procs, queue, started)
+
+
+def write_processes_result(path: Path, procs: list, queue, started: float) -> None:
+    """Gather the simulator processes' steps, wait for them, and write the run's result: steps,
+    seconds since `started`, and the CPU time of this process and its children."""
     steps = gather_steps(queue, procs)
     for proc in procs:
         proc.join()
     seconds = time.perf_counter() - started
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
-    args.json.write_text(json.dumps({"env_steps": steps, "seconds": seconds, "cpu_s": cpu}))
+    path.write_text(json.dumps({"env_steps": steps, "seconds": seconds, "cpu_s": cpu}))
+
+
+def check_cases(parser: argparse.ArgumentParser, text: str, known: tuple[str, ...]) -> list[str]:
+    """`--cases` as a list, or the parser's error naming the unknown ones and the known."""
+    cases = text.split(",")
+    unknown = [c for c in cases if c not in known]
+    if unknown:
+        parser.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(known)}")
+    return cases
 
 
 def run_ceiling(args: argparse.Namespace, case: str, batch: int, out: Path) -> dict:
@@ -338,10 +353,7 @@ def main() -> int:
     if args.child_ceiling:
         run_ceiling_child(args)
         return 0
-    cases = args.cases.split(",")
-    unknown = [c for c in cases if c not in CASES]
-    if unknown:
-        parser.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    cases = check_cases(parser, args.cases, CASES)
     batches = [int(b) for b in args.batches.split(",")]
     row_groups = parse_groupings(args.row_groups)
     # Both sides import from cached bytecode, as an installed environment does from its second

@@ -23,7 +23,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -86,14 +85,7 @@ def run_raw_child(args: argparse.Namespace) -> None:
     for proc in procs:
         proc.start()
     imported.wait()
-    started = time.perf_counter()
-    steps = harness_ceiling.gather_steps(queue, procs)
-    for proc in procs:
-        proc.join()
-    seconds = time.perf_counter() - started
-    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
-    args.json.write_text(json.dumps({"env_steps": steps, "seconds": seconds, "cpu_s": cpu}))
+    harness_ceiling.write_processes_result(args.json, procs, queue, time.perf_counter())
 
 
 def run_raw(args: argparse.Namespace, case: str, batch: int, out: Path) -> dict:
@@ -172,10 +164,7 @@ def main() -> int:
     if args.child_raw:
         run_raw_child(args)
         return 0
-    cases = args.cases.split(",")
-    unknown = [c for c in cases if c not in CASES]
-    if unknown:
-        parser.error(f"--cases: unknown {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    cases = harness_ceiling.check_cases(parser, args.cases, CASES)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # both sides import from cached bytecode
     print(f"machine: {os.cpu_count()} cores, load {throughput_act.load_average()}", flush=True)
     rows = []
