@@ -120,15 +120,8 @@ class ManiskillEnv(StepsWithoutImages, gym.Env):
                 f"{self.task} ({self.control_mode}) expects one action of shape ({self.sizes.action},), "
                 f"got {action.shape}"
             )
-        sim = self._ensure_sim()
         blind = self.wants_cameras and not self._images_wanted
-        if blind:  # ManiSkill renders while it builds the observation: ask it for the state only
-            sim._obs_mode = "state_dict"
-        try:
-            raw_obs, reward, _, _, raw_info = sim.step(self._sim_action(action))
-        finally:
-            if blind:
-                sim._obs_mode = "rgb+state_dict"
+        raw_obs, reward, raw_info = self.step_scene(self._ensure_sim(), action, blind)
         self._steps += 1
         info, terminated, truncated = self.step_outcome(raw_info, self._steps)
         return (
@@ -165,13 +158,27 @@ class ManiskillEnv(StepsWithoutImages, gym.Env):
             self._sim = None
 
     # --- formats ----------------------------------------------------------------------------
-    def _sim_action(self, action: np.ndarray) -> Any:
-        """A two-arm task takes one action per agent (a dict, in ManiSkill's agent order)."""
+    def step_scene(self, scene: Any, actions: Any, blind: bool) -> tuple[Any, Any, dict]:
+        """Step a ManiSkill scene (one env's action, or a batch's): (raw observation, reward,
+        raw info). `blind`: nobody reads the images, and ManiSkill, which renders while it builds
+        the observation, is asked for the state only."""
+        if blind:
+            scene._obs_mode = "state_dict"
+        try:
+            raw_obs, reward, _, _, raw_info = scene.step(self._sim_action(actions))
+        finally:
+            if blind:
+                scene._obs_mode = "rgb+state_dict"
+        return raw_obs, reward, raw_info
+
+    def _sim_action(self, actions: Any) -> Any:
+        """A two-arm task takes one action per agent (a dict, in ManiSkill's agent order), split
+        along the last axis of one action or of a batch of them."""
         if not self.sizes.agents:
-            return action
+            return actions
         parts, start = {}, 0
         for uid, size in self.sizes.agents:
-            parts[uid], start = action[start : start + size], start + size
+            parts[uid], start = actions[..., start : start + size], start + size
         return parts
 
     def format_observation(self, raw_obs: dict, blind: bool = False, row: int = 0) -> dict[str, Any]:
@@ -368,30 +375,14 @@ class BatchedScene:
         for row, slot in enumerate(slots):
             if slot in stepping:
                 actions[row] = stepping[slot]
-        if blind:  # nobody reads this step's images: ask ManiSkill for the state only
-            scene._obs_mode = "state_dict"
-        try:
-            raw_obs, reward, _, _, raw_info = scene.step(
-                self._sim_action(torch.from_numpy(actions).to(scene.device))
-            )
-        finally:
-            if blind:
-                scene._obs_mode = "rgb+state_dict"
+        batch = torch.from_numpy(actions).to(scene.device)
+        raw_obs, reward, raw_info = self.formats.step_scene(scene, batch, blind)
         rewards = as_numpy(reward).reshape(-1)
         return {
             slot: (raw_obs, float(rewards[row]), raw_info, row)
             for row, slot in enumerate(slots)
             if slot in stepping
         }
-
-    def _sim_action(self, actions: Any) -> Any:
-        """A two-arm task takes a dict of per-agent action batches."""
-        if not self.formats.sizes.agents:
-            return actions
-        parts, start = {}, 0
-        for uid, size in self.formats.sizes.agents:
-            parts[uid], start = actions[:, start : start + size], start + size
-        return parts
 
     def _reset(self, slot: int, seed: int | None) -> tuple[dict, dict]:
         import torch
