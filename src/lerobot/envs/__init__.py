@@ -14,6 +14,7 @@ from lerobot.envs import (
     maniskill,  # noqa: F401,E402  (registers --env.type=maniskill)
     metaworld,  # noqa: F401,E402  (registers --env.type=metaworld)
     pusht,  # noqa: F401,E402  (registers --env.type=pusht)
+    robomimic,  # noqa: F401,E402  (registers --env.type=robomimic)
 )
 from lerobot.envs.configs import EnvConfig  # noqa: F401
 from lerobot.utils.not_in_this_build import refused_attribute

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import copy
-import logging
 import weakref
 from typing import Any
 
@@ -30,26 +29,16 @@ from lerobot.envs.libero.tasks import (
     suite_of,
     task_description,
 )
-from lerobot.utils.gl import default_mujoco_gl
+from lerobot.envs.robosuite_support import quiet_robosuite
 
 # Zero motion, gripper open: what LIBERO's evaluations step while objects settle after a reset.
 NOOP_ACTION = np.array([0, 0, 0, 0, 0, 0, -1], dtype=np.float64)
 
 
-def _drop_robosuite_macro_hint(record: logging.LogRecord) -> bool:
-    """robosuite warns at every import that it has no private macro file; nothing to act on."""
-    return "macro" not in record.getMessage()
-
-
 def import_libero_envs():
     """`libero.libero.envs`, imported with our config, our assets and a headless GL backend."""
-    default_mujoco_gl()  # before robosuite imports MuJoCo in this (worker) process
+    quiet_robosuite()  # before robosuite imports MuJoCo in this (worker) process
     write_libero_config()
-    robosuite_logger = logging.getLogger("robosuite_logs")
-    if _drop_robosuite_macro_hint not in robosuite_logger.filters:
-        robosuite_logger.addFilter(_drop_robosuite_macro_hint)
-    # PyOpenGL (robosuite's EGL binding) logs at INFO that its optional C accelerator is absent.
-    logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
     from libero.libero import envs
 
     return envs
