@@ -232,6 +232,12 @@ def bad_checkpoints(root: Path) -> dict[str, tuple[list[str], str]]:
             "reads 'observation.image' with shape [3, 96, 96], the env gives [3, 480, 480]; render at its "
             "size with --env.observation_height=96 --env.observation_width=96",
         ),
+        "action size": (
+            [
+                f"--policy.path={checkpoint('act7', json.dumps({**config, 'output_features': {'action': {'type': 'ACTION', 'shape': [7]}}}))}"
+            ],
+            "the checkpoint's actions have 7 values, the env takes 4; choose env settings",
+        ),
         "state size": (
             [f"--policy.path={good}", "--env.obs_type=state", "--policy.empty_cameras=1"],
             "reads 'observation.state' with shape [4], the env gives [39]",

@@ -223,6 +223,7 @@ class CheckpointPolicyConfig(PreTrainedConfig):
         Every input must reach the policy under its own key (after `--rename_map`) with the same
         vector length or image channel count; up to `empty_cameras` cameras may be missing.
         """
+        self._check_env_actions(env_features.get(ACTION))
         provided = {
             rename_map.get(key, key): ft
             for key, ft in env_features.items()
@@ -242,6 +243,17 @@ class CheckpointPolicyConfig(PreTrainedConfig):
         for key, feature in self.input_features.items():
             if key in provided and not self._fits(feature, provided[key]):
                 raise ConfigError(_shape_mismatch_message(key, feature, provided[key]))
+
+    def _check_env_actions(self, given: PolicyFeature | None) -> None:
+        """The env must take actions of the checkpoint's length (a one-arm policy on a two-arm
+        task would otherwise fail at its first step, in a worker)."""
+        wanted = self.action_feature
+        if wanted is None or given is None or _leading_size(wanted) == _leading_size(given):
+            return
+        raise ConfigError(
+            f"--policy.path: the checkpoint's actions have {_leading_size(wanted)} values, the env takes "
+            f"{_leading_size(given)}; choose env settings that match the policy's training data"
+        )
 
     def resizes_images(self) -> bool:
         """Whether the checkpoint's own processors resize camera images to the model's size

@@ -35,6 +35,7 @@ from lerobot.envs.robomimic.tasks import (
     TASKS,
     ObsType,
     check_cameras,
+    check_reward_shaping,
     check_robosuite_has,
     resolve_tasks,
 )
@@ -71,7 +72,8 @@ class RobomimicEnvConfig(EnvConfig):
     terminate_on_success: bool = True
     """End an episode at its first success, as robomimic's rollouts do."""
     reward_shaping: bool = False
-    """robosuite's shaped reward instead of the sparse one robomimic's datasets record."""
+    """robosuite's shaped reward instead of the sparse one robomimic's datasets record (Lift,
+    Can and Square have one)."""
     render_size: int = 256
     """Side of the square video frames (the first camera, rendered again at this size)."""
 
@@ -83,9 +85,12 @@ class RobomimicEnvConfig(EnvConfig):
                 require_at_least(f"--env.{flag}", getattr(self, flag), 1)
         require_at_least("--env.render_size", self.render_size, 1)
         self._tasks = resolve_tasks(self.task)
+        self._cameras: tuple[str, ...] | None = None
         if self.camera_names is not None:
-            cameras = parse_name_list(self.camera_names, "--env.camera_names", _every_camera())
-            check_cameras("--env.camera_names", tuple(cameras), self._tasks)
+            self._cameras = tuple(parse_name_list(self.camera_names, "--env.camera_names", _every_camera()))
+            check_cameras("--env.camera_names", self._cameras, self._tasks)
+        if self.reward_shaping:
+            check_reward_shaping("--env.reward_shaping", self._tasks)
         check_robosuite_has(self._tasks)
 
     @classmethod
@@ -110,10 +115,10 @@ class RobomimicEnvConfig(EnvConfig):
         if self.obs_type == "state":
             return {}
         task = TASKS[task_name]
-        names = task.cameras if self.camera_names is None else tuple(self.camera_names.split(","))
+        names = task.cameras if self._cameras is None else self._cameras
         height = self.observation_height or task.camera_size
         width = self.observation_width or task.camera_size
-        return {name.strip(): (height, width) for name in names}
+        return {name: (height, width) for name in names}
 
     def env_kwargs(self, task_name: str) -> dict[str, Any]:
         return {

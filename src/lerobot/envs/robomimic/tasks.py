@@ -64,6 +64,9 @@ class Task:
     env_configuration: str | None = None
     robosuite_version: str = "1.4.0"
     """The first robosuite release that has the task."""
+    shaped_reward: bool = True
+    """Whether robosuite computes a shaped reward for it (TwoArmTransport and ToolHang give the
+    sparse one whatever `reward_shaping` says)."""
 
     @property
     def state(self) -> int:
@@ -124,6 +127,7 @@ TASKS: dict[str, Task] = {
             arms=2,
             env_configuration="single-arm-opposed",
             robosuite_version=ROBOSUITE_WITH_ALL_TASKS,
+            shaped_reward=False,
         ),
         Task(
             "tool_hang",
@@ -135,6 +139,7 @@ TASKS: dict[str, Task] = {
             _VIEWS,
             44,
             robosuite_version=ROBOSUITE_WITH_ALL_TASKS,
+            shaped_reward=False,
         ),
     )
 }
@@ -204,4 +209,16 @@ def check_robosuite_has(task_names: list[str]) -> None:
                 f"--env.task={name}: robosuite {found} has no {TASKS[name].env_name} (added in "
                 f"robosuite {needed}); install the robomimic extra in an environment without the libero "
                 f"extra, which pins robosuite 1.4.0 (`uv pip install 'robosuite=={ROBOSUITE_WITH_ALL_TASKS}'`)"
+            )
+
+
+def check_reward_shaping(flag: str, task_names: list[str]) -> None:
+    """A one-line error where a task of the run has no shaped reward (robosuite would print a
+    warning, or nothing, and give the sparse one)."""
+    for name in task_names:
+        if not TASKS[name].shaped_reward:
+            shaped = [task.name for task in TASKS.values() if task.shaped_reward]
+            raise ConfigError(
+                f"{flag}=true: robosuite has no shaped reward for {name} (only the sparse success reward); "
+                f"tasks with one: {', '.join(shaped)}"
             )
