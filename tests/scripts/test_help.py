@@ -53,7 +53,12 @@ def documented_flags(help_text: str) -> dict[str, tuple[str, str]]:
 
 
 def test_every_registered_command_is_covered():
-    assert set(PROGRAMS) == {*CONFIG_OF, "lerobot-eval-merge", "lerobot-eval-report"}
+    assert set(PROGRAMS) == {
+        *CONFIG_OF,
+        "lerobot-eval-merge",
+        "lerobot-eval-report",
+        "lerobot-convert-robomimic",
+    }
 
 
 @pytest.mark.parametrize("program", sorted(CONFIG_OF))

@@ -13,6 +13,7 @@ imports a plugin package before parsing, as LeRobot does; `wrap` is LeRobot's de
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import difflib
 import functools
@@ -27,7 +28,7 @@ import tempfile
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import draccus
 
@@ -47,6 +48,15 @@ PLUGIN_FLAG_SUFFIX = f".{PLUGIN_DISCOVERY_SUFFIX}"
 
 class CliError(Exception):
     """A parse failure already reduced to one line; `main` prints it and exits with code 2."""
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse for the commands that take positional arguments (`lerobot-eval-report`,
+    `lerobot-convert-robomimic`): a bad one fails with one line, raised as CliError, instead
+    of argparse's usage block and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{self.prog}: error: {message}")
 
 
 class HelpRequested(Exception):  # noqa: N818  (a request, not an error; like SystemExit)

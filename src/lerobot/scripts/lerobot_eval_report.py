@@ -18,9 +18,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
-from lerobot.configs.parser import USAGE_EXIT_CODE, CliError
+from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, OneLineArgumentParser
 from lerobot.evaluation.report import write_comparison, write_report
 from lerobot.evaluation.results import UnreadableResultsError, load_run
 from lerobot.utils.logging_utils import init_logging
@@ -29,15 +28,8 @@ PROG = "lerobot-eval-report"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse that fails with one line (no usage block), like `lerobot-eval`."""
-
-    def error(self, message: str) -> NoReturn:
-        raise CliError(f"{self.prog}: error: {message}")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
+    parser = OneLineArgumentParser(
         prog=PROG,
         description="Rebuild report.html/summary.md of a lerobot-eval run, or compare several runs.",
         allow_abbrev=False,

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lerobot.envs.robomimic.tasks import FPS, PROPRIO_KEYS, TASKS, Task
+from lerobot.envs.robomimic.tasks import FPS, TASKS, Task
 from lerobot.envs.robosuite_support import import_robosuite
 
 SEED_RANGE = 2**31
@@ -157,16 +157,11 @@ def upright(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(image[::-1])
 
 
-def proprio_keys(task: Task) -> list[str]:
-    """robosuite's observation names of `observation.state`, in robomimic's order."""
-    return [f"robot{arm}_{key}" for arm in range(task.arms) for key in PROPRIO_KEYS]
-
-
 def format_observation(raw_obs: Mapping[str, Any], task: Task, cameras: Mapping[str, Any]) -> dict[str, Any]:
     obs: dict[str, Any] = {}
     if cameras:
         obs["pixels"] = {camera: upright(raw_obs[f"{camera}_image"]) for camera in cameras}
-    obs["agent_pos"] = np.concatenate([raw_obs[key] for key in proprio_keys(task)]).astype(np.float32)
+    obs["agent_pos"] = np.concatenate([raw_obs[key] for key in task.proprio_keys]).astype(np.float32)
     obs["environment_state"] = np.asarray(raw_obs["object-state"], dtype=np.float32)
     return obs
 

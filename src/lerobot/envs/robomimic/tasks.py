@@ -80,6 +80,12 @@ class Task:
     def robots(self) -> tuple[str, ...]:
         return ("Panda",) * self.arms
 
+    @property
+    def proprio_keys(self) -> tuple[str, ...]:
+        """The observation names of `observation.state`, in robomimic's order: robosuite's
+        keys for the env and the datasets' `obs/` keys for the converter, the same names."""
+        return tuple(f"robot{arm}_{key}" for arm in range(self.arms) for key in PROPRIO_KEYS)
+
 
 ONE_ARM_CAMERAS = ("agentview", "robot0_eye_in_hand")
 _VIEWS = ("frontview", "birdview", "agentview", "sideview", "robot0_robotview", "robot0_eye_in_hand")
