@@ -23,7 +23,7 @@ def check_fidelity(task: str, steps: int = FIDELITY_STEPS) -> dict:
     proprioception, object state, images (robomimic's row flip of robosuite's), rewards and
     success, step by step. Returns what was compared, for the caller to assert on."""
     from lerobot.envs.robomimic import RobomimicEnvConfig
-    from lerobot.envs.robomimic.env import RobomimicEnv, proprio_keys, upright
+    from lerobot.envs.robomimic.env import RobomimicEnv, upright
     from lerobot.envs.robomimic.tasks import TASKS
     from lerobot.envs.robosuite_support import import_robosuite
 
@@ -41,7 +41,7 @@ def check_fidelity(task: str, steps: int = FIDELITY_STEPS) -> dict:
     rewards, successes = [], []
 
     def assert_same(obs: dict, raw: dict, t: int) -> None:
-        state = np.concatenate([raw[key] for key in proprio_keys(TASKS[task])]).astype(np.float32)
+        state = np.concatenate([raw[key] for key in TASKS[task].proprio_keys]).astype(np.float32)
         np.testing.assert_array_equal(obs["agent_pos"], state, err_msg=f"step {t}")
         np.testing.assert_array_equal(obs["environment_state"], raw["object-state"].astype(np.float32))
         for camera, image in obs["pixels"].items():

@@ -193,7 +193,7 @@ def table_entry(task: str) -> dict:
 
 def model_facts(task: str) -> dict:
     """What robosuite's own env of `task` says: observation sizes and its model's cameras."""
-    from lerobot.envs.robomimic.env import RobomimicEnv, proprio_keys
+    from lerobot.envs.robomimic.env import RobomimicEnv
     from lerobot.envs.robosuite_support import import_robosuite
 
     env = RobomimicEnv(task=task, cameras={})
@@ -202,7 +202,7 @@ def model_facts(task: str) -> dict:
     try:
         raw = sim.reset()
         return {
-            "state_size": int(sum(np.asarray(raw[key]).size for key in proprio_keys(TASKS[task]))),
+            "state_size": int(sum(np.asarray(raw[key]).size for key in TASKS[task].proprio_keys)),
             "object_size": int(raw["object-state"].size),
             "cameras": list(sim.sim.model.camera_names),
             "action": int(sim.action_spec[0].shape[0]),
