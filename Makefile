@@ -10,8 +10,9 @@ VENV := .venv
 install:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install uv
 	@test -x $(VENV)/bin/python || uv venv $(VENV)
-	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,libero,pusht,aloha,maniskill,ray,remote,test,dev,smolvla,pi]"
+	uv pip install -p $(VENV)/bin/python -c requirements/lock.txt -e ".[metaworld,libero,pusht,aloha,maniskill,robomimic,ray,remote,test,dev,smolvla,pi]"
 	uv pip install -p $(VENV)/bin/python --no-deps -r requirements/openpi-client.txt
+	uv pip install -p $(VENV)/bin/python --no-deps --target $(VENV)/robosuite-1.4.1 -r requirements/robomimic.txt
 
 # LeRobot 0.6.1 itself in .venv-lerobot-ref (Python 3.12): the tests of the LeRobot bridge and
 # of fidelity with LeRobot find it there and are skipped, saying so, without it.

@@ -76,7 +76,7 @@ BASE = ["--policy.type=random", "--env.type=metaworld"]
     [
         (
             ["--policy.type=random"],
-            "--env.type: required; choose one of aloha, libero, libero_pro, maniskill, metaworld, pusht",
+            "--env.type: required; choose one of aloha, libero, libero_pro, maniskill, metaworld, pusht, robomimic",
         ),
         (
             [*BASE, "--seed=-1"],

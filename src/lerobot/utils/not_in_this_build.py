@@ -27,7 +27,7 @@ PROCESSOR = (
 )
 TRAINING = "a training setting or internal of LeRobot; use lerobot-train (its --help lists the flags)"
 DATASETS = "LeRobot's dataset and video tooling is not part of this build; use lerobot-record-sim, which writes LeRobot v3 datasets"
-BENCHMARK = "a benchmark this build does not have; use --env.type=metaworld, libero, libero_pro, pusht, aloha or maniskill"
+BENCHMARK = "a benchmark this build does not have; use --env.type=metaworld, libero, libero_pro, pusht, aloha, maniskill or robomimic"
 HUB_CODE = (
     "this build never runs env code from the hub; use an env installed as a package, through its EnvConfig"
 )
