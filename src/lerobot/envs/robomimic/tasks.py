@@ -213,8 +213,8 @@ def check_robosuite_has(task_names: list[str]) -> None:
         if Version(found) < Version(needed):
             raise ConfigError(
                 f"--env.task={name}: robosuite {found} has no {TASKS[name].env_name} (added in "
-                f"robosuite {needed}); install the robomimic extra in an environment without the libero "
-                f"extra, which pins robosuite 1.4.0 (`uv pip install 'robosuite=={ROBOSUITE_WITH_ALL_TASKS}'`)"
+                f"robosuite {needed}): `uv pip install --no-deps 'robosuite=={ROBOSUITE_WITH_ALL_TASKS}'`, "
+                "in an environment without the libero extra (LIBERO's package pins robosuite 1.4.0)"
             )
 
 
