@@ -306,6 +306,13 @@ def test_batch_2_gives_the_episodes_of_batch_1(batch_1_run, tmp_path):
     assert outcomes(run_eval(tmp_path, "--eval.batch_size=2")) == outcomes(batch_1_run)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")  # one Ray instance per machine (tests/evaluation/run/test_ray_backend.py)
+def test_the_ray_backend_gives_the_episodes_of_batch_1(batch_1_run, tmp_path):
+    on_ray = run_eval(tmp_path, "--eval.backend=ray", "--eval.num_workers=1")
+    assert outcomes(on_ray) == outcomes(batch_1_run) and on_ray["complete"] is True
+
+
 def test_the_same_seed_twice_in_one_env_gives_the_same_episode():
     """Hard resets rebuild robosuite's scene; the seed alone decides it, not what ran before."""
     from lerobot.envs.robomimic.env import RobomimicEnv
