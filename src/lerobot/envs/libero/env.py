@@ -9,7 +9,6 @@ to read the spaces).
 from __future__ import annotations
 
 import atexit
-import copy
 import weakref
 from typing import Any
 
@@ -29,7 +28,7 @@ from lerobot.envs.libero.tasks import (
     suite_of,
     task_description,
 )
-from lerobot.envs.robosuite_support import quiet_robosuite
+from lerobot.envs.robosuite_support import CameraSwitch, gate_cameras, quiet_robosuite
 
 # Zero motion, gripper open: what LIBERO's evaluations step while objects settle after a reset.
 NOOP_ACTION = np.array([0, 0, 0, 0, 0, 0, -1], dtype=np.float64)
@@ -114,7 +113,7 @@ class LiberoEnv(gym.Env):
         self._init_states: np.ndarray | None = None
         self._observation: dict[str, Any] | None = None
         self._steps = 0
-        self._cameras = _CameraSwitch()
+        self._cameras = CameraSwitch()
 
     def _ensure_sim(self):
         if self._sim is None:
@@ -207,17 +206,8 @@ class LiberoEnv(gym.Env):
 
     def _gate_camera_sensors(self, sim) -> None:
         """Put the camera switch in front of robosuite's camera sensors, which a hard reset
-        rebuilds. Switching the sensor, not the observable, keeps its sampling clock running:
-        disabling an observable resets its clock, and the next image would come late."""
-        shape = (self.height, self.width, 3)
-        self._cameras.on = False  # installing calls the sensor once; no render for that
-        try:
-            for name in self.camera_names:
-                sensor = sim.env._observables[name]._sensor
-                if not isinstance(sensor, _GatedCamera):
-                    sim.env.modify_observable(name, "sensor", _GatedCamera(sensor, sim, self._cameras, shape))
-        finally:
-            self._cameras.on = True
+        rebuilds."""
+        gate_cameras(sim.env, sim.sim, self.camera_names, (self.height, self.width, 3), self._cameras)
 
     def _render_unrendered(self, camera: str) -> np.ndarray:
         """What `camera` would have shown in the last blind step: robosuite samples images one
@@ -233,28 +223,6 @@ class LiberoEnv(gym.Env):
         return format_observation(
             raw_obs, self.camera_names, self.camera_keys, with_state=self.obs_type == "pixels_agent_pos"
         )
-
-
-class _CameraSwitch:
-    """Whether camera sensors render; when off, the simulator data a render would have used."""
-
-    def __init__(self):
-        self.on = True
-        self.unrendered = None
-
-
-class _GatedCamera:
-    """A robosuite camera sensor that renders only while its switch is on, else returns black."""
-
-    def __init__(self, render, sim, switch: _CameraSwitch, shape: tuple[int, ...]):
-        self.render, self.sim, self.switch, self.shape = render, sim, switch, shape
-        self.__modality__ = render.__modality__
-
-    def __call__(self, obs_cache: dict) -> np.ndarray:
-        if self.switch.on:
-            return self.render(obs_cache)
-        self.switch.unrendered = copy.copy(self.sim.sim.data._data)
-        return np.zeros(self.shape, dtype=np.uint8)
 
 
 def _use_delta_actions(sim, delta: bool) -> None:

@@ -17,14 +17,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from lerobot.envs.blind_steps import StepsWithoutImages
 from lerobot.envs.robomimic.tasks import FPS, TASKS, Task
-from lerobot.envs.robosuite_support import import_robosuite
+from lerobot.envs.robosuite_support import CameraSwitch, gate_cameras, import_robosuite
 
 SEED_RANGE = 2**31
 """Seeds drawn for an unseeded reset (NumPy's legacy seeding takes 32-bit seeds)."""
 
 
-class RobomimicEnv(gym.Env):
+class RobomimicEnv(StepsWithoutImages, gym.Env):
     """One task; robosuite's env is built on first reset.
 
     Building lazily keeps the EGL context out of the process that reads the spaces and forks
@@ -62,6 +63,7 @@ class RobomimicEnv(gym.Env):
         self._sim: Any = None
         self._close_sim: weakref.finalize | None = None
         self._steps = 0
+        self._cameras = CameraSwitch()
 
     # --- the simulator ----------------------------------------------------------------------
     def make_kwargs(self) -> dict[str, Any]:
@@ -107,6 +109,8 @@ class RobomimicEnv(gym.Env):
         sim = self._ensure_sim()
         np.random.seed(seed)  # robosuite's placements and initial joint noise draw from it
         raw_obs = sim.reset()
+        for camera, (height, width) in self.cameras.items():  # a hard reset rebuilt the sensors
+            gate_cameras(sim, sim.sim, [f"{camera}_image"], (height, width, 3), self._cameras)
         self._steps = 0
         return format_observation(raw_obs, self.spec_task, self.cameras), {
             "is_success": False,
@@ -122,7 +126,11 @@ class RobomimicEnv(gym.Env):
                 f"got {action.shape}"
             )
         sim = self._ensure_sim()
-        raw_obs, reward, _, _ = sim.step(action)
+        self._cameras.on = self._images_wanted  # off: black images, nothing rendered
+        try:
+            raw_obs, reward, _, _ = sim.step(action)
+        finally:
+            self._cameras.on = True
         self._steps += 1
         success = bool(sim._check_success())
         terminated = success and self.terminate_on_success
@@ -137,7 +145,8 @@ class RobomimicEnv(gym.Env):
         )
 
     def render(self) -> np.ndarray:
-        """The first camera (agentview without cameras) at `render_size`, upright."""
+        """The first camera (agentview without cameras) at `render_size`, upright: rendered from
+        the current state, so a step that skipped its images still has its video frame."""
         if self._sim is None:
             raise RuntimeError("RobomimicEnv.render() needs a reset() first")
         camera = next(iter(self.cameras), "agentview")
