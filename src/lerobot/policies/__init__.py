@@ -16,6 +16,7 @@ from lerobot.policies import (  # noqa: F401  (register --policy.type values)
     pi0,
     pi05,
     random,
+    robomimic_expert,
     smolvla,
     websocket,
 )
