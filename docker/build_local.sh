@@ -14,8 +14,9 @@
 #    first Debian archive in this machine's apt sources.
 # 3. Each benchmark: `docker build` of docker/Dockerfile.benchmark.<name> on that base, then the
 #    workflow's steps: the image's default command (1-episode eval into /artifacts), the task
-#    descriptions, metrics.json from eval_info.json, `lerobot-record-sim` of 2 episodes and a
-#    1-step `lerobot-train` with its in-loop eval; for entries with a SmolVLA checkpoint, its
+#    descriptions, metrics.json from eval_info.json, `--help` of the entry's help_commands (the
+#    benchmark's own commands, such as robomimic's converter), `lerobot-record-sim` of 2 episodes
+#    and a 1-step `lerobot-train` with its in-loop eval; for entries with a SmolVLA checkpoint, its
 #    1-episode eval and a 1-step fine-tuning of lerobot/smolvla_base with an in-loop eval. The
 #    matrix (task, policy, flags) is read from the workflow itself, so the two cannot drift
 #    apart. Outputs land where the workflow uploads them from: $ARTIFACTS_ROOT/<benchmark>/
@@ -197,8 +198,8 @@ WORD_SEP=$'\x1f'
 
 # One line per matrix entry, fields separated by FIELD_SEP: benchmark, task, policy, the train
 # smoke's env flags, the SmolVLA checkpoint ("" when the entry has none), the SmolVLA eval's and
-# train smoke's flags. Flag lists are split as the runner's bash splits them (quotes included)
-# and their words joined by WORD_SEP.
+# train smoke's flags, the commands whose --help must work ("" when none). Flag lists are split
+# as the runner's bash splits them (quotes included) and their words joined by WORD_SEP.
 matrix_lines() {
     python3 -c 'import yaml' 2>/dev/null || apt_install python3-yaml
     python3 - "$WORKFLOW" "$FIELD_SEP" "$WORD_SEP" <<'EOF'
@@ -213,7 +214,8 @@ with open(path, encoding="utf-8") as file:
 for entry in workflow["jobs"]["smoke"]["strategy"]["matrix"]["include"]:
     words = [str(entry[key]) for key in ("benchmark", "task", "policy")]
     words.append(str(entry.get("smolvla_checkpoint", "")))
-    flags = [entry.get(key, "") for key in ("smoke_env_flags", "smolvla_eval_flags", "smolvla_train_flags")]
+    keys = ("smoke_env_flags", "smolvla_eval_flags", "smolvla_train_flags", "help_commands")
+    flags = [entry.get(key, "") for key in keys]
     flags = [word_sep.join(shlex.split(str(value))) for value in flags]
     print(field_sep.join(words[:3] + flags[:1] + words[3:] + flags[1:]))
 EOF
@@ -285,6 +287,14 @@ task_descriptions() {
         "$IMAGE" \
         python /opt/lerobot/scripts/ci/extract_task_descriptions.py \
         --env "$BENCHMARK" --task "$TASK" --output /artifacts/task_descriptions.json
+}
+
+# Each of the entry's help_commands, as the workflow runs them: `<command> --help` exits 0.
+help_commands() {
+    local command
+    for command in "${HELP_COMMANDS[@]}"; do
+        run_image "$IMAGE" "$command" --help || return
+    done
 }
 
 metrics() {
@@ -398,11 +408,12 @@ run_smolvla_steps() {
 
 # run_benchmark <matrix line>
 run_benchmark() {
-    local words
-    IFS="$FIELD_SEP" read -r BENCHMARK TASK POLICY words SMOLVLA_CHECKPOINT smolvla_eval smolvla_train <<<"$1"
+    local words help
+    IFS="$FIELD_SEP" read -r BENCHMARK TASK POLICY words SMOLVLA_CHECKPOINT smolvla_eval smolvla_train help <<<"$1"
     IFS="$WORD_SEP" read -r -a SMOKE_ENV_FLAGS <<<"$words"
     IFS="$WORD_SEP" read -r -a SMOLVLA_EVAL_FLAGS <<<"$smolvla_eval"
     IFS="$WORD_SEP" read -r -a SMOLVLA_TRAIN_FLAGS <<<"$smolvla_train"
+    IFS="$WORD_SEP" read -r -a HELP_COMMANDS <<<"$help"
     IMAGE="${IMAGE_PREFIX}${BENCHMARK}:${IMAGE_TAG}"
     ARTIFACTS_DIR="$ARTIFACTS_ROOT/$BENCHMARK"
     # A fresh folder per run: the eval, the recorder and the trainer refuse or resume old outputs.
@@ -415,6 +426,9 @@ run_benchmark() {
     step "$BENCHMARK" "smoke eval (default CMD)" smoke_eval || true
     step "$BENCHMARK" "task descriptions" task_descriptions || true
     step "$BENCHMARK" "metrics.json" metrics || true
+    if [ "${#HELP_COMMANDS[@]}" -gt 0 ]; then
+        step "$BENCHMARK" "${HELP_COMMANDS[*]} --help" help_commands || true
+    fi
     step "$BENCHMARK" "record 2 episodes" record && recorded=1
     if [ "$recorded" -eq 1 ]; then
         step "$BENCHMARK" "train 1 step + in-loop eval" train || true

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILES = sorted((REPO / "docker").glob("Dockerfile.benchmark.*"))
 WORKFLOW = REPO / ".github" / "workflows" / "benchmark_tests.yml"
+BUILD_LOCAL = REPO / "docker" / "build_local.sh"
 
 
 def matrix() -> dict[str, dict]:
@@ -102,3 +104,20 @@ def test_installs_its_extras_and_runs_the_matrix_smoke_eval(path):
     assert f"--env.type={entry['benchmark']}" in cmd
     assert f"--policy.type={entry['policy']}" in cmd
     assert any(arg == f"--env.task={entry['task']}" for arg in cmd)
+
+
+def test_build_local_reads_every_matrix_key_the_workflow_uses():
+    """docker/build_local.sh runs the workflow's steps from its matrix: a key that a step uses
+    and the script does not read is a step the local run silently leaves out."""
+    used = set(re.findall(r"\bmatrix\.(\w+)", WORKFLOW.read_text()))
+    script = BUILD_LOCAL.read_text()
+    assert {"benchmark", "help_commands"} <= used
+    assert sorted(key for key in used if f'"{key}"' not in script) == []
+
+
+def test_help_commands_are_registered_commands():
+    """An entry's help_commands run in its image: each must be a console script of the project."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    for benchmark, entry in matrix().items():
+        for command in str(entry.get("help_commands", "")).split():
+            assert command in scripts, f"{benchmark}: help_commands names {command}, not a console script"
