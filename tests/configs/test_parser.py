@@ -142,3 +142,47 @@ def test_unknown_flags_name_the_closest_real_ones(argv, suggestion):
 def test_a_single_camera_name_needs_no_list_syntax():
     cfg = parse_config(EvalPipelineConfig, [*BASE, "--env.camera_names=corner2"])
     assert cfg.env.camera_names == ["corner2"]
+
+
+def obs_types_of(env_type: str) -> tuple[str, ...]:
+    """The `--env.obs_type` values an env type documents (its `OBS_TYPES`), or () for none."""
+    import importlib
+
+    module = EnvConfig.get_choice_class(env_type).__module__
+    for name in (module, f"{module}.tasks"):
+        try:
+            found = getattr(importlib.import_module(name), "OBS_TYPES", None)
+        except ModuleNotFoundError:
+            continue
+        if found:
+            return tuple(found)
+    return ()
+
+
+OBS_TYPE_CASES = [
+    (env_type, obs_type)
+    for env_type in sorted(EnvConfig.get_known_choices())
+    for obs_type in obs_types_of(env_type)
+]
+
+
+def test_every_env_type_documents_its_obs_types():
+    assert {env for env, _ in OBS_TYPE_CASES} >= {
+        "aloha",
+        "libero",
+        "maniskill",
+        "metaworld",
+        "pusht",
+        "robomimic",
+    }
+
+
+@pytest.mark.parametrize(("env_type", "obs_type"), OBS_TYPE_CASES)
+def test_every_obs_type_of_every_env_type_parses(env_type, obs_type):
+    """draccus puts every env type's fields on one argparse parser: a field two types share must
+    not carry one type's choices (PushT's `environment_state_agent_pos` and Meta-World's
+    `pixels` were once refused by the choices of the type registered last)."""
+    cfg = parse_config(
+        EvalPipelineConfig, ["--policy.type=random", f"--env.type={env_type}", f"--env.obs_type={obs_type}"]
+    )
+    assert cfg.env.obs_type == obs_type

@@ -218,7 +218,7 @@ BAD_INPUTS = {
     ),
     "PushT obs type": (
         ["--env.type=pusht", "--env.obs_type=pixels", "--policy.type=random"],
-        "--env.obs_type: invalid choice: 'pixels' (choose from 'pixels_agent_pos', 'environment_state_agent_pos', 'state')",
+        "--env.obs_type='pixels': must be one of pixels_agent_pos, environment_state_agent_pos, state",
     ),
     "zero episodes": (
         ["--env.type=metaworld", "--eval.n_episodes=0", "--policy.type=random"],

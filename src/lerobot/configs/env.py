@@ -94,6 +94,11 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
     A subclass says which tasks a `--env.task` value means, how to build one env for a task
     and what its spaces are; `lerobot.envs.factory` builds the vector envs the same way for
     every benchmark.
+
+    Fields that several env types share by name (`obs_type`, ...) are annotated `str` and
+    checked in `__post_init__` (`require_choice`), never `Literal`: draccus registers every
+    env type's fields on one argparse parser, where the last type's choices would refuse the
+    other types' values (PushT's `environment_state_agent_pos`, Meta-World's `pixels`).
     """
 
     task: str | None = None

@@ -50,7 +50,6 @@ from lerobot.envs.aloha.tasks import (
     FPS,
     JOINTS_DIM,
     OBS_TYPES,
-    ObsType,
     resolve_tasks,
 )
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGES, OBS_STATE
@@ -70,7 +69,7 @@ class AlohaEnvConfig(EnvConfig):
     """`AlohaInsertion-v0`, `AlohaTransferCube-v0` or a comma list of both."""
     fps: int = FPS
     """Control and video frame rate (gym-aloha's 50 Hz)."""
-    obs_type: ObsType = "pixels_agent_pos"
+    obs_type: str = "pixels_agent_pos"
     """`pixels_agent_pos` (top camera + 14 joint positions), `pixels` (top camera only) or
     `state` (joint positions and object poses, no camera: no rendering except for videos)."""
     observation_height: int = 480

@@ -7,7 +7,6 @@ gymnasium nor NumPy.
 from __future__ import annotations
 
 import difflib
-from typing import Literal
 
 from lerobot.utils.errors import ConfigError
 
@@ -28,7 +27,6 @@ ACTION_DIM = 14
 OBJECT_POSE_DIM = 7
 ENV_STATE_DIM = 2 * OBJECT_POSE_DIM
 CAMERA = "top"
-ObsType = Literal["pixels_agent_pos", "pixels", "state"]
 OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "pixels", "state")
 
 

@@ -50,7 +50,6 @@ from lerobot.envs.libero.tasks import (
     OBS_TYPES,
     STATE_DIM,
     SUITE_EPISODE_LENGTHS,
-    ObsType,
     resolve_suites,
     select_tasks,
     suite_of,
@@ -77,7 +76,7 @@ class LiberoEnvConfig(EnvConfig):
     fps: int = 20
     """Simulator control frequency in Hz (robosuite's `control_freq`, LeRobot's meaning); the
     videos play at the same rate, so they run in real time."""
-    obs_type: ObsType = "pixels_agent_pos"
+    obs_type: str = "pixels_agent_pos"
     """`pixels_agent_pos` (camera images + 8-d state) or `pixels` (camera images only)."""
     camera_name: list[str] | str = field(default_factory=lambda: list(CAMERAS))
     """Cameras to render: `[agentview_image,robot0_eye_in_hand_image]` (LeRobot's comma form works too)."""

@@ -9,7 +9,6 @@ import functools
 import json
 from collections.abc import Callable
 from importlib import resources
-from typing import Literal
 
 from lerobot.utils.errors import ConfigError
 
@@ -26,7 +25,6 @@ ACTION_DIM = 7
 # keys (observation.images.<key>) those datasets store them under.
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
 DEFAULT_CAMERA_KEYS = {"agentview_image": "image", "robot0_eye_in_hand_image": "image2"}
-ObsType = Literal["pixels", "pixels_agent_pos"]
 OBS_TYPES: tuple[str, ...] = ("pixels", "pixels_agent_pos")
 # LeRobot's `--env.control_mode` values: delta (default) or absolute end-effector poses.
 CONTROL_MODES = ("relative", "absolute")

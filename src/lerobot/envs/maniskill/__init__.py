@@ -41,7 +41,6 @@ from lerobot.envs.maniskill.tasks import (
     OBS_TYPES,
     SIM_BACKENDS,
     TASKS,
-    ObsType,
     TaskSizes,
     check_control_mode,
     check_reward_mode,
@@ -70,7 +69,7 @@ class ManiskillEnvConfig(EnvConfig):
     comma list of either."""
     fps: int = FPS
     """Control and video frame rate (ManiSkill's 20 Hz)."""
-    obs_type: ObsType = "pixels_agent_pos"
+    obs_type: str = "pixels_agent_pos"
     """`pixels_agent_pos` (the task's cameras + proprioception + extra state) or `state`
     (proprioception + extra state, no camera: no Vulkan needed)."""
     control_mode: str | None = None

@@ -14,7 +14,6 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from lerobot.utils.errors import ConfigError
 
@@ -164,7 +163,6 @@ NEEDS_ASSETS: dict[str, tuple[Asset, ...]] = {
 """ManiSkill tasks that need a download (they fail offline), with what to download: named in
 the error a run of one of them gives before anything starts."""
 
-ObsType = Literal["pixels_agent_pos", "state"]
 OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "state")
 SIM_BACKENDS: tuple[str, ...] = ("auto", "physx_cpu", "physx_cuda")
 FPS = 20

@@ -34,7 +34,6 @@ from lerobot.envs.metaworld.tasks import (
     FULL_STATE_DIM,
     MAX_PATH_LENGTH,
     OBS_TYPES,
-    ObsType,
     resolve_task_groups,
     task_description,
 )
@@ -56,7 +55,7 @@ class MetaworldEnvConfig(EnvConfig):
     """A task (`push-v3`), a group (`easy`, `medium`, `hard`, `very_hard`, `mt50`) or a comma list."""
     fps: int = 80
     """Frame rate of the recorded videos (Meta-World's render fps)."""
-    obs_type: ObsType = "pixels_agent_pos"
+    obs_type: str = "pixels_agent_pos"
     """`pixels_agent_pos` (camera image + 4-d hand/gripper state), `pixels`, or `state` (full 39-d)."""
     camera_names: list[str] | str = field(default_factory=lambda: ["corner2"])
     """Cameras to render, e.g. `[corner2]` or `[corner2,gripperPOV]` (a single name works too);

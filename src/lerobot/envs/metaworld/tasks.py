@@ -10,7 +10,7 @@ import difflib
 import functools
 import json
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 from lerobot.utils.errors import ConfigError
 
@@ -24,7 +24,6 @@ CAMERAS = ("corner", "corner2", "corner3", "topview", "behindGripper", "gripperP
 # out upside down from MuJoCo and are rotated 180 degrees.
 CORNER2_POSITION = (0.75, 0.075, 0.7)
 ROTATED_CAMERAS = frozenset({"corner2"})
-ObsType = Literal["pixels", "pixels_agent_pos", "state"]
 OBS_TYPES: tuple[str, ...] = ("pixels", "pixels_agent_pos", "state")
 
 

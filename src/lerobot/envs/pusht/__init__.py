@@ -45,7 +45,6 @@ from lerobot.envs.pusht.tasks import (
     OBS_TYPES,
     STATE_DIM,
     TASK,
-    ObsType,
     resolve_task,
 )
 from lerobot.utils.constants import ACTION, OBS_ENV_STATE, OBS_IMAGE, OBS_STATE
@@ -68,7 +67,7 @@ class PushtEnvConfig(EnvConfig):
     """The one PushT task, `PushT-v0`."""
     fps: int = FPS
     """Control and video frame rate (gym-pusht's 10 Hz)."""
-    obs_type: ObsType = "pixels_agent_pos"
+    obs_type: str = "pixels_agent_pos"
     """`pixels_agent_pos` (96x96 image + pusher x, y), `environment_state_agent_pos` (16 block
     keypoint coordinates + pusher x, y) or `state` (pusher x, y, block x, y, angle)."""
     observation_height: int = 96

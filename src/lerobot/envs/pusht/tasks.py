@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from lerobot.utils.errors import ConfigError
 
 TASK = "PushT-v0"
@@ -19,7 +17,6 @@ WORKSPACE_SIZE = 512.0
 MIN_VISUALIZATION_SIZE = 96
 """The smallest video frame gym-pusht can draw: it marks the action with a cross `size // 96`
 pixels thick, and OpenCV refuses a thickness of 0."""
-ObsType = Literal["pixels_agent_pos", "environment_state_agent_pos", "state"]
 OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "environment_state_agent_pos", "state")
 
 

@@ -33,7 +33,6 @@ from lerobot.envs.robomimic.tasks import (
     FPS,
     OBS_TYPES,
     TASKS,
-    ObsType,
     check_cameras,
     check_reward_shaping,
     check_robosuite_has,
@@ -57,7 +56,7 @@ class RobomimicEnvConfig(EnvConfig):
     too), a comma list of them, or `all`."""
     fps: int = FPS
     """Control and video frame rate (robomimic's 20 Hz)."""
-    obs_type: ObsType = "pixels_agent_pos"
+    obs_type: str = "pixels_agent_pos"
     """`pixels_agent_pos` (cameras + proprioception + object state) or `state` (robomimic's
     low-dim keys only: no rendering at all)."""
     camera_names: str | None = None

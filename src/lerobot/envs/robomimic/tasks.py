@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Literal
 
 from lerobot.utils.errors import ConfigError
 
@@ -152,7 +151,6 @@ TASKS: dict[str, Task] = {
 """robomimic's five tasks, in its order."""
 
 ALL = "all"
-ObsType = Literal["pixels_agent_pos", "state"]
 OBS_TYPES: tuple[str, ...] = ("pixels_agent_pos", "state")
 
 
