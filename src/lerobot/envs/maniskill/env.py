@@ -23,6 +23,7 @@ from lerobot.envs.maniskill.backend import cuda_available, resolve_sim_backend
 from lerobot.envs.maniskill.observation import as_numpy, camera_image, flat_vector
 from lerobot.envs.maniskill.tasks import FPS, TASKS, TaskSizes, task_sizes
 from lerobot.envs.slots import ResetOutcomes, SlotFailure, SlotRound, StepOutcomes
+from lerobot.envs.spaces import cameras_and_states_space
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +67,10 @@ class ManiskillEnv(StepsWithoutImages, gym.Env):
         self.reward_mode = reward_mode
         self.sim_backend = sim_backend
         self.render_mode = "rgb_array"
-        self.observation_space = build_observation_space(
-            self.sizes, self.cameras if obs_type == "pixels_agent_pos" else {}
+        self.observation_space = cameras_and_states_space(
+            self.cameras if obs_type == "pixels_agent_pos" else {},
+            self.sizes.state,
+            self.sizes.environment_state,
         )
         self.action_space = spaces.Box(
             np.asarray(self.sizes.action_low, np.float32), np.asarray(self.sizes.action_high, np.float32)
@@ -207,23 +210,6 @@ def scalar_info(raw_info: dict, row: int = 0) -> dict[str, Any]:
         elif array.ndim == 0:
             info[key] = array.item()
     return info
-
-
-def build_observation_space(sizes: TaskSizes, cameras: dict[str, tuple[int, int]]) -> spaces.Dict:
-    def vector(dim: int) -> spaces.Box:
-        return spaces.Box(-np.inf, np.inf, shape=(dim,), dtype=np.float32)
-
-    entries: dict[str, spaces.Space] = {}
-    if cameras:
-        entries["pixels"] = spaces.Dict(
-            {
-                camera: spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
-                for camera, (h, w) in cameras.items()
-            }
-        )
-    entries["agent_pos"] = vector(sizes.state)
-    entries["environment_state"] = vector(sizes.environment_state)
-    return spaces.Dict(entries)
 
 
 class BatchedScene:

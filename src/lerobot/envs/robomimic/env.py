@@ -20,6 +20,7 @@ from gymnasium import spaces
 from lerobot.envs.blind_steps import StepsWithoutImages
 from lerobot.envs.robomimic.tasks import FPS, TASKS, Task
 from lerobot.envs.robosuite_support import CameraSwitch, gate_cameras, import_robosuite
+from lerobot.envs.spaces import cameras_and_states_space
 
 SEED_RANGE = 2**31
 """Seeds drawn for an unseeded reset (NumPy's legacy seeding takes 32-bit seeds)."""
@@ -58,7 +59,9 @@ class RobomimicEnv(StepsWithoutImages, gym.Env):
         self.reward_shaping = reward_shaping
         self.render_size = render_size
         self.render_mode = "rgb_array"
-        self.observation_space = build_observation_space(self.spec_task, self.cameras)
+        self.observation_space = cameras_and_states_space(
+            self.cameras, self.spec_task.state, self.spec_task.object_state
+        )
         self.action_space = spaces.Box(-1.0, 1.0, shape=(self.spec_task.action,), dtype=np.float32)
         self._sim: Any = None
         self._close_sim: weakref.finalize | None = None
@@ -173,20 +176,3 @@ def format_observation(raw_obs: Mapping[str, Any], task: Task, cameras: Mapping[
     obs["agent_pos"] = np.concatenate([raw_obs[key] for key in task.proprio_keys]).astype(np.float32)
     obs["environment_state"] = np.asarray(raw_obs["object-state"], dtype=np.float32)
     return obs
-
-
-def build_observation_space(task: Task, cameras: Mapping[str, tuple[int, int]]) -> spaces.Dict:
-    def vector(dim: int) -> spaces.Box:
-        return spaces.Box(-np.inf, np.inf, shape=(dim,), dtype=np.float32)
-
-    entries: dict[str, spaces.Space] = {}
-    if cameras:
-        entries["pixels"] = spaces.Dict(
-            {
-                camera: spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
-                for camera, (h, w) in cameras.items()
-            }
-        )
-    entries["agent_pos"] = vector(task.state)
-    entries["environment_state"] = vector(task.object_state)
-    return spaces.Dict(entries)
