@@ -19,23 +19,9 @@ by lavapipe where there is no GPU). Goals: ours / raw >= 0.9 at batch 1, >= 0.8 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import raw_loop_ratio  # benchmarks/, next to this script
-
-
-def env_settings(args: argparse.Namespace, case: str) -> dict:
-    """The ManiSkill config's fields, for both sides."""
-    settings = {
-        "task": args.task,
-        "obs_type": "pixels_agent_pos" if case == "camera" else "state",
-        "episode_length": args.episode_length[case],
-        "sim_backend": "physx_cpu",
-    }
-    if case == "camera":
-        settings.update(observation_height=args.image_size, observation_width=args.image_size)
-    return settings
 
 
 def import_maniskill() -> None:
@@ -72,7 +58,7 @@ BENCHMARK = raw_loop_ratio.Benchmark(
     episodes="state=200,camera=24",
     episode_length=50,
     image_size=128,
-    env_settings=env_settings,
+    fixed_settings={"sim_backend": "physx_cpu"},
     import_simulator=import_maniskill,
     raw_episodes=raw_episodes,
 )

@@ -41,12 +41,26 @@ class Benchmark:
     """Default `--episodes` (`200`, or per case: `state=200,camera=24`)."""
     episode_length: int
     image_size: int
-    env_settings: Callable[[argparse.Namespace, str], dict]
-    """The config's fields for a case, for both sides."""
+    fixed_settings: dict
+    """Config fields every case sets (beside task, obs_type, episode length and camera size)."""
     import_simulator: Callable[[], None]
     """Imports the simulator (before the raw side's clock starts)."""
     raw_episodes: Callable[[dict, list[int]], int]
     """The simulator's own loop over `seeds` with the config's `settings`: its env steps."""
+
+
+def env_settings(benchmark: Benchmark, args: argparse.Namespace, case: str) -> dict:
+    """The config's fields for a case (`state`: no camera; `camera`: the task's cameras at
+    `--image-size`), for both sides."""
+    settings = {
+        "task": args.task,
+        "obs_type": "pixels_agent_pos" if case == "camera" else "state",
+        "episode_length": args.episode_length[case],
+        **benchmark.fixed_settings,
+    }
+    if case == "camera":
+        settings.update(observation_height=args.image_size, observation_width=args.image_size)
+    return settings
 
 
 def raw_worker(benchmark: Benchmark, settings: dict, seeds: list[int], imported, queue) -> None:
@@ -71,7 +85,7 @@ def run_raw_child(benchmark: Benchmark, args: argparse.Namespace) -> None:
 
 
 def run_raw(benchmark: Benchmark, args: argparse.Namespace, case: str, batch: int, out: Path) -> dict:
-    spec = json.dumps([benchmark.env_settings(args, case), batch, args.episodes[case]])
+    spec = json.dumps([env_settings(benchmark, args, case), batch, args.episodes[case]])
     child = [sys.executable, sys.argv[0], f"--child-raw={spec}", f"--json={out}", f"--seed={args.seed}"]
     subprocess.run(child, check=True)
     return json.loads(out.read_text())
@@ -81,7 +95,7 @@ def run_ours(benchmark: Benchmark, args: argparse.Namespace, case: str, batch: i
     flags = [
         "--policy.type=random",
         f"--env.type={benchmark.env_type}",
-        *(f"--env.{key}={value}" for key, value in benchmark.env_settings(args, case).items()),
+        *(f"--env.{key}={value}" for key, value in env_settings(benchmark, args, case).items()),
         f"--eval.n_episodes={args.episodes[case]}",
         f"--eval.batch_size={batch}",
         "--eval.max_episodes_rendered=0",

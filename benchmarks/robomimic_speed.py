@@ -18,23 +18,10 @@ every step; Mesa's llvmpipe where there is no GPU). Goals: ours / raw >= 0.9 at 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 import raw_loop_ratio  # benchmarks/, next to this script
-
-
-def env_settings(args: argparse.Namespace, case: str) -> dict:
-    """The robomimic config's fields, for both sides."""
-    settings = {
-        "task": args.task,
-        "obs_type": "pixels_agent_pos" if case == "camera" else "state",
-        "episode_length": args.episode_length[case],
-    }
-    if case == "camera":
-        settings.update(observation_height=args.image_size, observation_width=args.image_size)
-    return settings
 
 
 def import_robosuite() -> None:
@@ -74,7 +61,7 @@ BENCHMARK = raw_loop_ratio.Benchmark(
     episodes="state=40,camera=8",
     episode_length=50,
     image_size=84,
-    env_settings=env_settings,
+    fixed_settings={},
     import_simulator=import_robosuite,
     raw_episodes=raw_episodes,
 )
