@@ -16,6 +16,7 @@ import numpy as np
 
 from lerobot.policies.maniskill_expert.arms import Grip
 from lerobot.policies.maniskill_expert.kinematics import rotation_about
+from lerobot.utils.rotations import quaternion_matrix
 
 DOWN = np.array([0.0, 0.0, -1.0])
 UP = -DOWN
@@ -84,18 +85,6 @@ def funnel(target: np.ndarray, current: np.ndarray, hover: float, slope: float =
     higher, so that the fingers (or a carried cube) come down onto it only once above it."""
     horizontal = float(np.linalg.norm(current[:2] - target[:2]))
     return target + np.array([0.0, 0.0, min(hover, slope * horizontal)])
-
-
-def quaternion_matrix(quaternion: np.ndarray) -> np.ndarray:
-    """(3, 3) rotation of a unit quaternion (w, x, y, z)."""
-    w, x, y, z = quaternion / np.linalg.norm(quaternion)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 def yaw_turn(degrees: float) -> np.ndarray:

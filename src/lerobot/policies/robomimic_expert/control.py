@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lerobot.utils import rotations
+
 POSITION_SCALE = 0.05
 """Metres of end-effector motion that an input of 1 asks for (OSC_POSE's `output_max`)."""
 ROTATION_SCALE = 0.5
@@ -28,14 +30,7 @@ GRIPPER_CLOSED = 1.0
 
 def quaternion_matrix(quaternion_xyzw: np.ndarray) -> np.ndarray:
     """(3, 3) rotation of a quaternion in robosuite's order (x, y, z, w)."""
-    x, y, z, w = quaternion_xyzw / np.linalg.norm(quaternion_xyzw)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    return rotations.quaternion_matrix(np.roll(quaternion_xyzw, 1))
 
 
 def yaw_of(rotation: np.ndarray) -> float:
