@@ -24,6 +24,8 @@ import pytest
 from lerobot.envs.maniskill import ManiskillEnvConfig
 from lerobot.envs.maniskill.tasks import GROUPS, NEEDS_ASSETS, SO100_CONTROL_MODES, TASKS, task_sizes
 from lerobot.utils.errors import ConfigError
+from tests.envs import eval_runs
+from tests.envs.eval_runs import outcomes
 
 REPO = Path(__file__).resolve().parents[2]
 OFFLINE_TASKS = ", ".join(TASKS)
@@ -260,20 +262,7 @@ EVAL_FLAGS = [
 
 
 def run_eval(out: Path, *extra: str) -> dict:
-    from lerobot.scripts.lerobot_eval import main
-
-    assert main([*EVAL_FLAGS, *extra, f"--output_dir={out}"]) == 0
-    info = json.loads((out / "eval_info.json").read_text())
-    journal = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
-    assert sorted(record["episode_index"] for record in journal) == [0, 1, 2, 3]
-    return info
-
-
-def outcomes(info: dict) -> list[tuple]:
-    return [
-        (e["episode_index"], e["seed"], e["success"], e["sum_reward"], e["n_steps"])
-        for e in info["per_episode"]
-    ]
+    return eval_runs.run_eval([*EVAL_FLAGS, *extra], out, n_episodes=4)
 
 
 @pytest.fixture(scope="module")
