@@ -379,6 +379,30 @@ class EnvConfig(draccus.ChoiceRegistry, abc.ABC):
         )
 
 
+class PerTaskSpaces:
+    """For an `EnvConfig` whose tasks differ in spaces and features (ManiSkill's robots,
+    robomimic's two-arm Transport): each task's read from its own env, built without its
+    simulator, and the run's those of its first task. The config gives `task_names` and
+    `task_policy_features(task_name)`; list this class before `EnvConfig` among its bases."""
+
+    def observation_space(self) -> Any:
+        return self.task_observation_space(self.task_names[0])
+
+    def action_space(self) -> Any:
+        return self.task_action_space(self.task_names[0])
+
+    def task_observation_space(self, task_name: str) -> Any:
+        """Read from the task's env, built without its simulator (nothing starts)."""
+        return self.env_factory(task_name)().observation_space
+
+    def task_action_space(self, task_name: str) -> Any:
+        return self.env_factory(task_name)().action_space
+
+    def policy_features(self) -> dict[str, PolicyFeature]:
+        """The first task's (another task's may differ: `task_policy_features`)."""
+        return self.task_policy_features(self.task_names[0])
+
+
 def env_class_getter(
     module_name: str, class_name: str, config_class: type[EnvConfig]
 ) -> Callable[[str], Any]:

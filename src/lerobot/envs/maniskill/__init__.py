@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from lerobot.configs import gym_env
-from lerobot.configs.env import EnvConfig, TaskSpec, env_class_getter
+from lerobot.configs.env import EnvConfig, PerTaskSpaces, TaskSpec, env_class_getter
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.maniskill.tasks import (
     FPS,
@@ -57,7 +57,7 @@ BATCHED_SCENE = "lerobot.envs.maniskill.env:BatchedScene"
 
 @EnvConfig.register_subclass("maniskill")
 @dataclass
-class ManiskillEnvConfig(EnvConfig):
+class ManiskillEnvConfig(PerTaskSpaces, EnvConfig):
     simulator_distributions: ClassVar[tuple[str, ...]] = ("mani-skill", "sapien")
     worker_preload: ClassVar[tuple[str, ...]] = ("mani_skill.envs",)
     env_entry_point: ClassVar[str] = "lerobot.envs.maniskill.env:ManiskillEnv"
@@ -166,23 +166,6 @@ class ManiskillEnvConfig(EnvConfig):
             "reward_mode": self.reward_mode or reward_modes(task_name)[0],
             "sim_backend": self.sim_backend,
         }
-
-    def observation_space(self) -> Any:
-        return self.task_observation_space(self.task_names[0])
-
-    def action_space(self) -> Any:
-        return self.task_action_space(self.task_names[0])
-
-    def task_observation_space(self, task_name: str) -> Any:
-        """Read from the task's env, built without its scene (no simulator starts)."""
-        return self.env_factory(task_name)().observation_space
-
-    def task_action_space(self, task_name: str) -> Any:
-        return self.env_factory(task_name)().action_space
-
-    def policy_features(self) -> dict[str, PolicyFeature]:
-        """The first task's (those of a group may differ: `task_policy_features`)."""
-        return self.task_policy_features(self.task_names[0])
 
     def task_policy_features(self, task_name: str) -> dict[str, PolicyFeature]:
         sizes = self.sizes(task_name)

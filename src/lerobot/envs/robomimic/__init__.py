@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from lerobot.configs.env import EnvConfig, env_class_getter, parse_name_list
+from lerobot.configs.env import EnvConfig, PerTaskSpaces, env_class_getter, parse_name_list
 from lerobot.configs.types import FeatureType, PolicyFeature
 from lerobot.envs.robomimic.tasks import (
     FPS,
@@ -44,7 +44,7 @@ from lerobot.utils.errors import require_at_least, require_choice
 
 @EnvConfig.register_subclass("robomimic")
 @dataclass
-class RobomimicEnvConfig(EnvConfig):
+class RobomimicEnvConfig(PerTaskSpaces, EnvConfig):
     simulator_distributions: ClassVar[tuple[str, ...]] = ("robosuite", "mujoco")
     native_bindings: ClassVar[tuple[str, ...]] = ("mujoco",)
     env_entry_point: ClassVar[str] = "lerobot.envs.robomimic.env:RobomimicEnv"
@@ -128,23 +128,6 @@ class RobomimicEnvConfig(EnvConfig):
             "reward_shaping": self.reward_shaping,
             "render_size": self.render_size,
         }
-
-    def observation_space(self) -> Any:
-        return self.task_observation_space(self._tasks[0])
-
-    def action_space(self) -> Any:
-        return self.task_action_space(self._tasks[0])
-
-    def task_observation_space(self, task_name: str) -> Any:
-        """Read from the task's env, built without its simulator (nothing starts)."""
-        return self.env_factory(task_name)().observation_space
-
-    def task_action_space(self, task_name: str) -> Any:
-        return self.env_factory(task_name)().action_space
-
-    def policy_features(self) -> dict[str, PolicyFeature]:
-        """The first task's (Transport's sizes differ from the others')."""
-        return self.task_policy_features(self._tasks[0])
 
     def task_policy_features(self, task_name: str) -> dict[str, PolicyFeature]:
         task = TASKS[task_name]
