@@ -76,10 +76,14 @@ def _execute(
             backend.run(plan, collector)
     except BaseException:
         if output is not None:
-            write_partial_results(output, collector.result(complete=False), started_at, plan.n_done)
+            write_partial_results(
+                output, collector.result(complete=False), started_at, plan.n_done, backend.provenance()
+            )
         raise
     run = collector.result(complete=True)
-    return write_results(output, run, started_at, plan.n_done) if output is not None else run
+    if output is None:
+        return run
+    return write_results(output, run, started_at, plan.n_done, backend.provenance())
 
 
 def evaluate(cfg: EvalPipelineConfig) -> RunResult:

@@ -43,6 +43,9 @@ class EpisodeResult:
     policy_error: str | None = None
     """Set when the policy's own output ended the episode (NaN or inf actions). Unlike a
     `failure_reason`, this is the policy's doing: the episode is scored, unsuccessful from then on."""
+    node: str | None = None
+    """The Ray node (its node ID, as `ray list nodes` shows it) whose worker ran the episode;
+    None on the local backend, whose machine the run's provenance names."""
 
     @classmethod
     def failed(

@@ -64,6 +64,11 @@ class EvalBackend(abc.ABC):
         nothing by default."""
         return None
 
+    def provenance(self) -> dict[str, Any]:
+        """What eval_info.json's provenance should say about where the episodes ran, beyond this
+        machine (the Ray backend's nodes); nothing by default."""
+        return {}
+
 
 class TaskRecording(Protocol):
     """Where a task's rollouts are recorded (a dataset), fed by the rollout's hooks."""

@@ -19,6 +19,11 @@ unit goes back to the queue split into single episodes, so an episode that kills
 every time fails alone, as a failed episode, after `--eval.max_episode_retries` re-runs. Ray's
 own `max_restarts` / `max_task_retries` would restart the actor in place and re-run the unit
 without telling the driver, which then could not cap the re-runs nor record the failure.
+
+Every episode records the node that ran it; before any episode the driver checks that every
+node runs its lerobot, and during the run it logs each node the cluster loses with the units
+that went back to the queue from it (`ray_nodes`). `--eval.ray_address` takes what `ray.init`
+takes: a GCS address (`host:6379`, `auto`) or a Ray Client address (`ray://host:10001`).
 """
 
 from __future__ import annotations
@@ -47,9 +52,17 @@ from ray.exceptions import RayActorError
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
 from lerobot.envs.factory import make_env_pre_post_processors, make_task_env
 from lerobot.evaluation.results import EpisodeResult
+from lerobot.evaluation.run import node_software
 from lerobot.evaluation.run.backend import EvalBackend, RunEvents
 from lerobot.evaluation.run.batching.layout import BatchLayout
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
+from lerobot.evaluation.run.ray_nodes import (
+    NodeRegistry,
+    NodeSoftware,
+    check_nodes_run_this_code,
+    describe_units,
+    require_same_code,
+)
 from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
 from lerobot.utils.errors import ConfigError, HarnessOutageError
 from lerobot.utils.gl import default_mujoco_gl
@@ -69,6 +82,9 @@ GL_VARIABLES = ("MUJOCO_GL", "PYOPENGL_PLATFORM")
 WORKER_START_TIMEOUT_S = 300.0
 """How long the pool may go without a single live worker (none built its policy yet, or all
 died) before the run stops with an error instead of waiting for Ray forever."""
+READY_BEFORE_DISPATCH = 1
+"""Workers that must be ready before the first unit goes out: one, so that work starts as soon
+as any worker can take it (a test that needs every node to take units raises it)."""
 POLL_S = 0.05
 """The driver polls for finished units and sleeps in Python between polls: a signal that
 arrives while Ray itself blocks turns into a bare KeyboardInterrupt, so SIGTERM would lose
@@ -81,6 +97,8 @@ class UnitResult:
     episodes: tuple[EpisodeResult, ...]
     eval_s: float
     """Seconds the actor spent on the unit, starting its env included."""
+    node_id: str | None = None
+    """The node whose worker ran it; None for episodes failed by the driver."""
 
 
 class RayBackend(EvalBackend):
@@ -90,6 +108,10 @@ class RayBackend(EvalBackend):
 
     def __init__(self, cfg: EvalPipelineConfig, settings: RolloutSettings):
         self.cfg, self.settings = cfg, settings
+        self.nodes = NodeRegistry()
+
+    def provenance(self) -> dict[str, Any]:
+        return {"ray": self.nodes.to_record(self.cfg.eval.ray_address)}
 
     def run(self, plan: RunPlan, events: RunEvents) -> None:
         units = plan.units(unit_size=envs_per_actor(self.cfg.eval) * UNIT_WAVES)
@@ -101,7 +123,7 @@ class RayBackend(EvalBackend):
                 events.episode_finished(result.unit.task, self._video_path_for_driver(result.unit, episode))
             events.unit_finished(result.unit, result.eval_s)
 
-        _run_units(self.cfg, units, self.settings, on_result)
+        _run_units(self.cfg, units, self.settings, on_result, self.nodes)
 
     def _video_path_for_driver(self, unit: WorkUnit, episode: EpisodeResult) -> EpisodeResult:
         """Actors write to the absolute path; record it as the local backend does."""
@@ -125,10 +147,13 @@ def _run_units(
     units: list[WorkUnit],
     settings: RolloutSettings,
     on_result: Callable[[UnitResult], None],
+    nodes: NodeRegistry,
 ) -> None:
     started_ray = connect(cfg.eval)
     try:
         check_cluster_resources(cfg.eval)
+        driver = NodeSoftware.of_driver()
+        check_nodes_run_this_code(driver)
         size = resolve_num_workers(cfg.eval, ray.cluster_resources(), len(units))
         logger.info(
             "ray: %d workers (%d CPU, %g GPU, %d envs each), %d units of up to %d episodes",
@@ -140,7 +165,7 @@ def _run_units(
             envs_per_actor(cfg.eval) * UNIT_WAVES,
         )
         videos_dir = settings.videos_dir.absolute() if settings.videos_dir is not None else None
-        pool = WorkerPool(cfg, dataclasses.replace(settings, videos_dir=videos_dir), size)
+        pool = WorkerPool(cfg, dataclasses.replace(settings, videos_dir=videos_dir), size, driver, nodes)
         try:
             pool.run(units, on_result)
         finally:
@@ -213,10 +238,15 @@ class EpisodeWorker:
         self.settings = settings.with_processors(
             make_pre_post_processors(cfg.policy), make_env_pre_post_processors(cfg.env, cfg.policy)
         )
+        self.node = NodeSoftware.of(
+            ray.get_runtime_context().get_node_id(),
+            ray.util.get_node_ip_address(),
+            node_software.describe_this_machine(),
+        )
 
-    def ready(self) -> int:
-        """The actor's pid, once the policy is built."""
-        return os.getpid()
+    def ready(self) -> NodeSoftware:
+        """Where the actor runs and with which lerobot, once the policy is built."""
+        return self.node
 
     def run_unit(self, unit: WorkUnit) -> UnitResult:
         started = time.perf_counter()
@@ -227,8 +257,10 @@ class EpisodeWorker:
             results = run_episodes(env, self.policy, unit.episodes, self.settings, unit.task)
         finally:
             env.close()
-        results = [dataclasses.replace(r, retries=r.retries + unit.attempts) for r in results]
-        return UnitResult(unit, tuple(results), time.perf_counter() - started)
+        results = [
+            dataclasses.replace(r, retries=r.retries + unit.attempts, node=self.node.node_id) for r in results
+        ]
+        return UnitResult(unit, tuple(results), time.perf_counter() - started, self.node.node_id)
 
 
 class WorkerPool:
@@ -238,8 +270,18 @@ class WorkerPool:
     gets work only once its policy is built, so actors the cluster cannot place yet hold no unit.
     """
 
-    def __init__(self, cfg: EvalPipelineConfig, settings: RolloutSettings, size: int):
+    def __init__(
+        self,
+        cfg: EvalPipelineConfig,
+        settings: RolloutSettings,
+        size: int,
+        driver: NodeSoftware,
+        nodes: NodeRegistry,
+    ):
         self.cfg, self.settings, self.size = cfg, settings, size
+        self.driver, self.nodes = driver, nodes
+        self.places: dict[Any, NodeSoftware] = {}
+        """Actor -> the node it runs on, once it is ready."""
         self.run_id = uuid.uuid4().hex[:8]
         self.serial = itertools.count()
         self.actor_class = ray.remote(EpisodeWorker)
@@ -252,11 +294,13 @@ class WorkerPool:
         queue = deque(units)
         for _ in range(self.size):
             self._start_actor()
-        last_alive = time.monotonic()
+        last_alive, dispatching = time.monotonic(), False
         while queue or any(unit is not None for _, unit in self.calls.values()):
-            while queue and self.idle:
+            dispatching = dispatching or len(self.places) >= min(READY_BEFORE_DISPATCH, self.size)
+            while dispatching and queue and self.idle:
                 actor, unit = self.idle.pop(), queue.popleft()
                 self.calls[actor.run_unit.remote(unit)] = (actor, unit)
+                logger.debug("%s to %s", describe_units([unit]), self.places[actor].where)
             finished, _ = ray.wait(list(self.calls), num_returns=len(self.calls), timeout=0)
             for ref in finished:
                 self._collect(ref, queue, on_result)
@@ -267,6 +311,7 @@ class WorkerPool:
                     f"--eval.backend=ray: no Ray worker has been alive for {WORKER_START_TIMEOUT_S:g} s "
                     f"({len(self.actors)} requested); see `ray status` and the worker logs under /tmp/ray"
                 )
+            self.nodes.log_lost_nodes()
             if not finished:
                 time.sleep(POLL_S)
 
@@ -276,6 +321,7 @@ class WorkerPool:
 
     def close(self) -> None:
         """Kill every actor (their env worker processes die with them)."""
+        self.nodes.log_lost_nodes(force=True)
         for actor in self.actors:
             _kill(actor)
         self.actors, self.idle, self.calls = [], [], {}
@@ -287,13 +333,45 @@ class WorkerPool:
         except RayActorError as exc:
             if exc.actor_init_failed:
                 raise  # building the policy failed; every new actor would fail the same way
-            self._replace(actor, exc)
-            if unit is not None:
-                self._requeue(unit, _death_reason(exc), queue, on_result)
+            self._worker_died(actor, unit, _death_reason(exc), queue, on_result)
+            return
+        if unit is None:
+            self._worker_ready(actor, result)
             return
         self.idle.append(actor)
-        if unit is not None:
-            on_result(result)
+        self.nodes.count_episodes(result.node_id, len(result.episodes))
+        on_result(result)
+
+    def _worker_ready(self, actor: Any, node: NodeSoftware) -> None:
+        """A node that joined after the start was not checked: its first worker checks it."""
+        require_same_code(node, self.driver)
+        self.nodes.add(node)
+        self.places[actor] = node
+        self.idle.append(actor)
+
+    def _worker_died(
+        self,
+        actor: Any,
+        unit: WorkUnit | None,
+        reason: str,
+        queue: deque[WorkUnit],
+        on_result: Callable[[UnitResult], None],
+    ) -> None:
+        """Replace the worker; its unit goes back to the queue (or fails for good); log both."""
+        node = self.places.pop(actor, None)
+        where = f" on {node.where}" if node is not None else ""
+        requeued = unit is not None and self._requeue(unit, reason, queue, on_result)
+        if unit is None:
+            outcome = "it had no unit"
+        elif requeued:
+            outcome = f"back in the queue: {describe_units([unit])}"
+        else:
+            outcome = f"failed for good after {unit.attempts + 1} attempts: {describe_units([unit])}"
+        logger.warning("a Ray worker died%s (%s); starting a new one; %s", where, reason, outcome)
+        self.nodes.worker_died(node.node_id if node is not None else None, unit if requeued else None)
+        _kill(actor)
+        self.actors.remove(actor)
+        self._start_actor()
 
     def _start_actor(self) -> None:
         actor = self.actor_class.options(
@@ -306,22 +384,17 @@ class WorkerPool:
         self.actors.append(actor)
         self.calls[actor.ready.remote()] = (actor, None)
 
-    def _replace(self, actor: Any, exc: RayActorError) -> None:
-        logger.warning("a Ray worker died (%s); starting a new one", _death_reason(exc))
-        _kill(actor)
-        self.actors.remove(actor)
-        self._start_actor()
-
     def _requeue(
         self, unit: WorkUnit, reason: str, queue: deque[WorkUnit], on_result: Callable[[UnitResult], None]
-    ) -> None:
-        """Its episodes go back to the front of the queue one by one, or fail for good."""
+    ) -> bool:
+        """Its episodes go back to the front of the queue one by one (True), or fail for good."""
         attempts = unit.attempts + 1
         if attempts > self.cfg.eval.max_episode_retries:
             on_result(_failed_unit(unit, self.settings, f"Ray worker died: {reason}"))
-            return
+            return False
         for episode in reversed(unit.episodes):
             queue.appendleft(WorkUnit(unit.task, (episode,), attempts))
+        return True
 
 
 def envs_per_actor(eval_cfg: EvalConfig) -> int:

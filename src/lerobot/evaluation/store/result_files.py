@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from lerobot.evaluation.report import write_report
 from lerobot.evaluation.report.text import render_task_table
@@ -31,18 +33,23 @@ def write_results(
     run: RunResult,
     started_at: dt.datetime,
     n_resumed: int,
+    backend_provenance: Mapping[str, Any] | None = None,
     interrupted: bool = False,
 ) -> RunResult:
-    """Add provenance to `run`, write eval_info.json, then report.html, summary.md and the log table."""
+    """Add provenance to `run` (with what the backend says of where episodes ran), write
+    eval_info.json, then report.html, summary.md and the log table."""
     run = run.with_provenance(
-        collect_provenance(
-            dict(output.config),
-            started_at,
-            utc_now(),
-            [e.wall_s for e in run.episodes if e.wall_s is not None],
-            n_resumed,
-            program=output.program,
-        )
+        {
+            **collect_provenance(
+                dict(output.config),
+                started_at,
+                utc_now(),
+                [e.wall_s for e in run.episodes if e.wall_s is not None],
+                n_resumed,
+                program=output.program,
+            ),
+            **(backend_provenance or {}),
+        }
     )
     write_eval_info(run, output.directory)
     try:
@@ -57,11 +64,17 @@ def write_results(
     return run
 
 
-def write_partial_results(output: RunOutput, run: RunResult, started_at: dt.datetime, n_resumed: int) -> None:
+def write_partial_results(
+    output: RunOutput,
+    run: RunResult,
+    started_at: dt.datetime,
+    n_resumed: int,
+    backend_provenance: Mapping[str, Any] | None = None,
+) -> None:
     """What finished, after an interrupt or a failure; a failure to write them (a full disk) is
     logged, so the original error decides the exit."""
     try:
-        write_results(output, run, started_at, n_resumed, interrupted=True)
+        write_results(output, run, started_at, n_resumed, backend_provenance, interrupted=True)
     except ResultsWriteError as exc:
         logger.error("could not write the partial results: %s", exc)
         return
