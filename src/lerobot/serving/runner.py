@@ -57,16 +57,27 @@ class PolicyRunner:
         self.device = policy_device(policy)
         self.use_amp = use_amp
         self.states: dict[RowKey, Any] = {}
+        self.n_batches = 0
+        self.n_requests = 0
+        self.most_clients = 0
+        """The most connections whose requests shared one batch: what batching across clients
+        (Ray workers, shards) achieved; the server logs it when it stops."""
 
     def run(self, requests: Sequence[InferenceRequest]) -> list[Outcome]:
         """One policy call for all `requests`; if it fails, one call per request."""
+        self.n_batches += 1
+        self.n_requests += len(requests)
+        self.most_clients = max(self.most_clients, len({request.session for request in requests}))
+        return self._run(requests)
+
+    def _run(self, requests: Sequence[InferenceRequest]) -> list[Outcome]:
         try:
             return self._call(requests)
         except Exception as exc:
             if len(requests) == 1:
                 return [Outcome(error=_log_failure(exc))]
         logger.warning("a batch of %d requests failed; running them one by one", len(requests))
-        return [self.run([request])[0] for request in requests]
+        return [self._run([request])[0] for request in requests]
 
     def forget(self, session: int) -> None:
         """Drop the rows of a closed connection."""

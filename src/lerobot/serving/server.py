@@ -151,7 +151,12 @@ class PolicyServer:
             batching.cancel()
             executor.shutdown(wait=True, cancel_futures=True)
             self._decoder.shutdown(wait=True, cancel_futures=True)
-        logger.info("policy server stopped")
+        logger.info(
+            "policy server stopped: %d requests in %d batches, up to %d clients in one batch",
+            self.runner.n_requests,
+            self.runner.n_batches,
+            self.runner.most_clients,
+        )
 
     # -- connections ---------------------------------------------------------------------
 
