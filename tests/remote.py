@@ -81,12 +81,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving_process(checkpoint: Path, port: int, log_level: str = "WARNING") -> Iterator[subprocess.Popen]:
-    """`lerobot-serve-policy` of `checkpoint` on the CPU, in a process of its own, once it
-    accepts connections; stopped at the end."""
-    command = [str(Path(sys.executable).parent / "lerobot-serve-policy"), f"--policy.path={checkpoint}"]
-    options = ["--policy.device=cpu", f"--port={port}", f"--log_level={log_level}"]
-    server = subprocess.Popen([*command, *options], stderr=subprocess.DEVNULL)
+def serving_process(
+    checkpoint: Path | None,
+    port: int,
+    log_level: str = "WARNING",
+    policy_flags: Sequence[str] = (),
+    server_flags: Sequence[str] = (),
+    log: Path | None = None,
+) -> Iterator[subprocess.Popen]:
+    """`lerobot-serve-policy` of `checkpoint` (or of `policy_flags`) on the CPU, in a process of
+    its own, once it accepts connections; stopped at the end (SIGTERM: it logs its totals).
+    `log` keeps its log; without it the log is dropped."""
+    policy = [f"--policy.path={checkpoint}"] if checkpoint is not None else list(policy_flags)
+    command = [str(Path(sys.executable).parent / "lerobot-serve-policy"), *policy]
+    options = ["--policy.device=cpu", f"--port={port}", f"--log_level={log_level}", *server_flags]
+    with open(log, "wb") if log is not None else contextlib.nullcontext(subprocess.DEVNULL) as err:
+        server = subprocess.Popen([*command, *options], stderr=err)
     try:
         deadline = time.monotonic() + 120
         while True:

@@ -2,6 +2,7 @@
 
 Every Ray run is compared with one local run of the same evaluation: per-episode outcomes must
 be identical, also when a worker is killed mid-run and when the run resumes a local one.
+Multi-node clusters: test_ray_cluster.py.
 """
 
 from __future__ import annotations
@@ -25,33 +26,19 @@ from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.store.journal import JOURNAL_FILENAME, EpisodeJournal
 from lerobot.scripts.lerobot_eval import main
 from lerobot.utils.errors import ConfigError
+from tests.evaluation.run.ray_runs import (
+    FLAGS,
+    N_EPISODES,
+    RAY_FLAGS,
+    EpisodeKey,
+    journal_lines,
+    outcomes,
+    outcomes_in,
+    run_locally,
+)
 
 # One Ray instance at a time: with `pytest -n 2` these tests share one xdist worker.
 pytestmark = pytest.mark.xdist_group("ray")
-
-N_EPISODES = 6
-FLAGS = [
-    "--policy.type=random",
-    "--env.type=metaworld",
-    "--env.task=push-v3,reach-v3",
-    "--env.obs_type=state",
-    "--env.episode_length=20",
-    f"--eval.n_episodes={N_EPISODES}",
-    "--eval.max_episodes_rendered=1",
-]
-RAY_FLAGS = ["--eval.backend=ray", "--eval.num_workers=2"]
-# What decides an episode's outcome; wall time, video path and re-run count may differ.
-OUTCOME_FIELDS = (
-    "seed",
-    "success",
-    "success_at_end",
-    "sum_reward",
-    "max_reward",
-    "n_steps",
-    "failure_reason",
-)
-
-EpisodeKey = tuple[str, int, int]
 
 
 @pytest.fixture(scope="module")
@@ -67,16 +54,14 @@ def ray_instance():
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory) -> Path:
     """The same evaluation on the local backend: its output dir."""
-    out = tmp_path_factory.mktemp("local") / "run"
-    assert main([*FLAGS, f"--output_dir={out}"]) == 0
-    return out
+    return run_locally(tmp_path_factory.mktemp("local") / "run")
 
 
 @pytest.fixture(scope="module")
 def local_outcomes(local_run) -> dict[EpisodeKey, tuple]:
-    info = json.loads((local_run / "eval_info.json").read_text())
-    assert len(info["per_episode"]) == 2 * N_EPISODES
-    return {(e["task_group"], e["task_id"], e["episode_index"]): _outcome(e) for e in info["per_episode"]}
+    found = outcomes_in(local_run)
+    assert len(found) == 2 * N_EPISODES
+    return found
 
 
 def run_on_ray(out: Path, *extra: str) -> list[TaskResult]:
@@ -88,18 +73,6 @@ def run_on_ray(out: Path, *extra: str) -> list[TaskResult]:
     return list(
         run_evaluation(plan, RayBackend(cfg, rollout_settings(cfg)), journal=EpisodeJournal(out)).tasks
     )
-
-
-def outcomes(tasks: list[TaskResult]) -> dict[EpisodeKey, tuple]:
-    return {(t.group, t.task_id, e.episode_index): _outcome(vars(e)) for t in tasks for e in t.episodes}
-
-
-def _outcome(episode: dict) -> tuple:
-    return tuple(episode[name] for name in OUTCOME_FIELDS)
-
-
-def journal_lines(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / JOURNAL_FILENAME).read_text().splitlines()]
 
 
 @pytest.mark.slow
