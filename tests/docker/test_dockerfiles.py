@@ -95,7 +95,8 @@ def test_installs_its_extras_and_runs_the_matrix_smoke_eval(path):
     entry = matrix()[benchmark_of(path)]
     lines = instructions(path)
     extras = re.search(
-        r'"\.\[([\w,-]+)\]"', lines[index_of(lines, r"uv pip install -c requirements/lock\.txt")]
+        r'"\.\[([\w,-]+)\$\{ray_extra\}\]"',
+        lines[index_of(lines, r"uv pip install -c requirements/lock\.txt")],
     )
     expected = {entry["benchmark"], "train"} | ({"smolvla"} if entry.get("smolvla_checkpoint") else set())
     assert set(extras.group(1).split(",")) == expected
@@ -104,6 +105,23 @@ def test_installs_its_extras_and_runs_the_matrix_smoke_eval(path):
     assert f"--env.type={entry['benchmark']}" in cmd
     assert f"--policy.type={entry['policy']}" in cmd
     assert any(arg == f"--env.task={entry['task']}" for arg in cmd)
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=benchmark_of)
+def test_with_ray_adds_the_ray_extra_and_wget(path):
+    """`--build-arg WITH_RAY=1` gives an image that can be a Ray node (KubeRay's pods included):
+    the `ray` extra in the dependency layer and wget for KubeRay's probes; 0, the default, adds
+    nothing, and any other value stops the build."""
+    lines = instructions(path)
+    declared = index_of(lines, r"^ARG WITH_RAY=")
+    assert lines[declared] == "ARG WITH_RAY=0"
+    dependencies = index_of(lines, r"uv pip install -c requirements/lock\.txt")
+    assert declared < dependencies < index_of(lines, r"^USER ")
+    assert 'if [ "$WITH_RAY" = 1 ]; then ray_extra=",ray"; else ray_extra=""; fi' in lines[dependencies]
+    system = " ".join(lines[index_of(lines, r"^RUN case \"\$WITH_RAY\" in 0\|1\)")].split())
+    assert 'if [ "$WITH_RAY" = 1 ]; then apt-get update' in system
+    assert "apt-get install -y --no-install-recommends wget" in system
+    assert declared < index_of(lines, r"^RUN case ") < dependencies
 
 
 def test_build_local_reads_every_matrix_key_the_workflow_uses():

@@ -22,17 +22,7 @@ logger = logging.getLogger(__name__)
 
 def main(argv: Sequence[str] | None = None) -> int:
     init_logging()
-    parser = argparse.ArgumentParser(prog="lerobot-eval-merge", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dirs", nargs="+", type=Path, help="output directories of the shards")
-    parser.add_argument("--output_dir", type=Path, required=True, help="where the merged results go")
-    parser.add_argument(
-        "--overwrite",
-        type=_boolean,
-        default=False,
-        metavar="{true,false}",
-        help="replace the results an existing --output_dir holds (default: refuse)",
-    )
-    args = parser.parse_args(argv)
+    args = argument_parser().parse_args(argv)
     try:
         run = merge_runs(args.run_dirs, args.output_dir, overwrite=args.overwrite)
     except (ConfigError, ResultsWriteError) as exc:
@@ -48,6 +38,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         return 1
     return EXIT_INCOMPLETE if run.n_episodes_failed else 0
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line of `lerobot-eval-merge` (tests parse documented commands with it)."""
+    parser = argparse.ArgumentParser(prog="lerobot-eval-merge", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dirs", nargs="+", type=Path, help="output directories of the shards")
+    parser.add_argument("--output_dir", type=Path, required=True, help="where the merged results go")
+    parser.add_argument(
+        "--overwrite",
+        type=_boolean,
+        default=False,
+        metavar="{true,false}",
+        help="replace the results an existing --output_dir holds (default: refuse)",
+    )
+    return parser
 
 
 def _boolean(value: str) -> bool:
