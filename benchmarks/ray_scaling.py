@@ -7,8 +7,14 @@ returned after the first unit, over the time since then (start-up excluded). The
 (`--eval.batch_size=1`, one process) is the baseline row. The number of workers that helps is
 bounded by the cores: on a 2-core machine the run saturates at 2 workers.
 
+With `--cluster-nodes N`, the same worker counts run again on a real N-node Ray cluster on this
+machine (tests/ray_cluster.py: one `ray start` per node, each with its own raylet and one CPU),
+joined by address as a multi-node run would be: the `cluster` rows against the `ray` rows (one
+Ray instance on the same cores) are what going through a cluster costs per episode.
+
     python benchmarks/ray_scaling.py --workers 1 2 --episodes 20 --episode-length 200
     python benchmarks/ray_scaling.py --workers 1 --envs-per-worker 2 --no-local
+    python benchmarks/ray_scaling.py --workers 2 3 --cluster-nodes 3 --repeats 2
 """
 
 from __future__ import annotations
@@ -18,13 +24,16 @@ import itertools
 import logging
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.ray_cluster
 
 import ray  # noqa: E402
+from tests.ray_cluster import running_cluster  # noqa: E402
 
 import lerobot.envs  # noqa: E402,F401
 import lerobot.policies  # noqa: E402,F401
@@ -103,6 +112,17 @@ def describe_machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}){load}, Ray {ray.__version__}, Python {platform.python_version()}"
 
 
+def run_settings(args: argparse.Namespace, settings: list[tuple], tmp: Path, best: dict[tuple, dict]) -> None:
+    """Each setting `args.repeats` times, taking turns (so that load from other processes hits
+    all of them alike); the fastest run of each into `best`."""
+    for repeat, setting in itertools.product(range(args.repeats), settings):
+        backend, workers, envs = setting
+        out = tmp / f"{backend}{workers}x{envs}_{repeat}"
+        result = run_local(args, out) if backend == "local" else run_ray(args, out, workers, envs)
+        if setting not in best or result["episodes_per_s"] > best[setting]["episodes_per_s"]:
+            best[setting] = result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -114,6 +134,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--envs-per-worker", type=int, default=1)
     parser.add_argument("--no-local", action="store_true", help="skip the local-backend baseline")
+    parser.add_argument(
+        "--cluster-nodes", type=int, default=0, help="also run on a cluster of this many local Ray nodes"
+    )
     parser.add_argument(
         "--repeats", type=int, default=1, help="run every setting this often, in turn; keep the best"
     )
@@ -129,19 +152,24 @@ def main() -> int:
     )
     settings = [] if args.no_local else [("local", 1, 1)]
     settings += [("ray", workers, args.envs_per_worker) for workers in args.workers]
+    clustered = [("cluster", workers, args.envs_per_worker) for workers in args.workers]
     best: dict[tuple, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING)
+        ray.init(
+            address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING
+        )
         try:
-            # Settings take turns, so that load from other processes hits all of them alike.
-            for repeat, setting in itertools.product(range(args.repeats), settings):
-                backend, workers, envs = setting
-                out = Path(tmp) / f"{backend}{workers}x{envs}_{repeat}"
-                result = run_local(args, out) if backend == "local" else run_ray(args, out, workers, envs)
-                if setting not in best or result["episodes_per_s"] > best[setting]["episodes_per_s"]:
-                    best[setting] = result
+            run_settings(args, settings, Path(tmp), best)
         finally:
             ray.shutdown()
+        if args.cluster_nodes:
+            names = [f"node_{i}" for i in range(args.cluster_nodes)]
+            with running_cluster(Path(tmp), names) as cluster:
+                ray.init(address=cluster.address, logging_level=logging.WARNING)
+                try:
+                    run_settings(args, clustered, Path(tmp), best)
+                finally:
+                    ray.shutdown()
     print(
         f"{'backend':<8}{'workers':>8}{'envs/w':>8}{'episodes':>10}{'wall s':>9}{'ep/s':>8}{'steady ep/s':>13}"
     )
@@ -151,7 +179,23 @@ def main() -> int:
             f"{backend:<8}{workers:>8}{envs:>8}{r['episodes']:>10}{r['wall_s']:>9.1f}"
             f"{r['episodes_per_s']:>8.2f}{steady:>13}"
         )
+    print_cluster_cost(best)
     return 0
+
+
+def print_cluster_cost(best: dict[tuple, dict]) -> None:
+    """Seconds per episode that going through the cluster adds, per worker count: wall (start-up
+    included) and steady."""
+    for (backend, workers, envs), on_cluster in best.items():
+        single = best.get(("ray", workers, envs))
+        if backend != "cluster" or single is None:
+            continue
+        wall = 1 / on_cluster["episodes_per_s"] - 1 / single["episodes_per_s"]
+        steady = 1 / on_cluster["steady"] - 1 / single["steady"]
+        print(
+            f"cluster against one instance, {workers} workers x {envs} envs: "
+            f"{1000 * wall:+.0f} ms per episode (wall), {1000 * steady:+.0f} ms (steady)"
+        )
 
 
 if __name__ == "__main__":

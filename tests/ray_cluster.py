@@ -35,6 +35,8 @@ HEALTH_CHECK = {
 """The head marks a node dead after about 5 s without an answer (Ray's default is 15-30 s);
 what the tests wait for after killing one."""
 NODE_NAMES = ("node_a", "node_b", "node_c")
+RAY_TEMP_DIR = "/tmp/ray"
+"""Ray's default temporary directory, where `ray start --head` notes the cluster's address."""
 
 
 @dataclass
@@ -52,6 +54,8 @@ class LocalRayCluster:
     port: int = field(default_factory=free_port)
     client_port: int = field(default_factory=free_port)
     nodes: dict[str, RayNode] = field(default_factory=dict)
+    health_check: Mapping[str, int] | None = field(default_factory=lambda: dict(HEALTH_CHECK))
+    """The head's failure detection (`HEALTH_CHECK`); None keeps Ray's defaults."""
 
     @property
     def address(self) -> str:
@@ -86,7 +90,7 @@ class LocalRayCluster:
                 f"--ray-client-server-port={self.client_port}",
                 "--include-dashboard=false",
                 f"--dashboard-port={free_port()}",
-                f"--system-config={json.dumps(HEALTH_CHECK)}",
+                *([f"--system-config={json.dumps(self.health_check)}"] if self.health_check else []),
             ]
             if head
             else [f"--address={self.address}"]
@@ -122,12 +126,13 @@ class LocalRayCluster:
             for node in self.nodes.values():
                 if node.process.poll() is not None:
                     raise RuntimeError(f"ray start for {node.name} exited:\n{node.log.read_text()[-3000:]}")
-            if self.n_alive() == n_nodes:
+            if len(self.node_ids()) == n_nodes:
                 return
             time.sleep(1.0)
         raise TimeoutError(f"the Ray cluster did not reach {n_nodes} live nodes in {timeout_s:g} s")
 
-    def n_alive(self) -> int:
+    def node_ids(self) -> list[str]:
+        """The IDs of the live nodes, as the head reports them (`ray status`)."""
         status = subprocess.run(
             [str(RAY), "status", f"--address={self.address}"],
             capture_output=True,
@@ -137,9 +142,11 @@ class LocalRayCluster:
             check=False,
         )
         if status.returncode != 0:
-            return 0
+            return []
         active = status.stdout.split("Active:", 1)[-1].split("Pending:", 1)[0]
-        return sum(1 for line in active.splitlines() if line.strip().startswith("1 node_"))
+        return [
+            line.split("node_", 1)[1] for line in active.splitlines() if line.strip().startswith("1 node_")
+        ]
 
     def kill(self, name: str, wait: bool = True) -> None:
         """SIGKILL the node's raylet and everything it started, at once; with `wait`, return
@@ -156,6 +163,12 @@ class LocalRayCluster:
     def stop(self) -> None:
         for name in reversed(list(self.nodes)):
             self.kill(name, wait=False)
+        # `ray start --head` leaves the head's address here for `ray.init()` to join; a cluster
+        # killed without `ray stop` would leave it pointing at nothing.
+        current = Path(RAY_TEMP_DIR, "ray_current_cluster")
+        with contextlib.suppress(OSError):
+            if current.read_text().strip().endswith(f":{self.port}"):
+                current.unlink()
 
 
 def descendants(pid: int) -> list[int]:

@@ -46,7 +46,7 @@ def ray_instance():
     """One local Ray for the whole module: starting one takes about 15 s on a small machine."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
 

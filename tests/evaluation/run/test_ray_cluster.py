@@ -79,28 +79,34 @@ def test_every_node_runs_units_and_results_equal_local(cluster, local_outcomes, 
 
 
 def test_a_lost_node_loses_no_episode(cluster, local_outcomes, tmp_path, monkeypatch):
-    """A fourth node joins. The first unit sent to it after some episodes have finished is the
-    moment its raylet is killed: from inside the driver's log call for that unit, so the unit is
-    on the node when it dies. The run ends on the three others."""
-    cluster.add_node("node_d")
-    monkeypatch.setattr(ray_backend, "READY_BEFORE_DISPATCH", 4)  # node_d's worker starts with the others
-    monkeypatch.setattr(ray_backend, "UNIT_WAVES", 1)  # 12 one-episode units: node_d takes several
+    """Mid-run, a fourth node joins and takes a unit; its raylet and workers are killed while
+    that unit runs on it. The run ends on the three others.
+
+    Made deterministic from inside the driver's log calls (the driver waits while they run):
+    once some episodes are journaled, node_d joins and the driver waits until its worker is
+    ready, so units are still queued for it; the first unit sent to it is the moment it dies."""
+    monkeypatch.setattr(ray_backend, "READY_BEFORE_DISPATCH", 3)  # start without node_d's worker
+    monkeypatch.setattr(ray_backend, "UNIT_WAVES", 1)  # 12 one-episode units
     out = tmp_path / "run"
+    logged: list[str] = []
     killed_with: list[str] = []
 
-    logged: list[str] = []
-
-    class KillNodeD(logging.Handler):
+    class AddThenKillNodeD(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             logged.append(record.getMessage())
             unit, _, node = logged[-1].partition(" to Ray node ")
-            if killed_with or not node or not journal_lines(out):
+            if not node or killed_with:
                 return
-            if node.startswith(node_id_with_resource("node_d")[:NODE_ID_SHOWN]):
+            if "node_d" not in cluster.nodes and journal_lines(out):
+                cluster.add_node("node_d")
+                wait_until_every_worker_is_ready()
+            elif "node_d" in cluster.nodes and node.startswith(
+                node_id_with_resource("node_d")[:NODE_ID_SHOWN]
+            ):
                 killed_with.append(unit)
                 cluster.kill("node_d")  # returns once the head has declared it dead
 
-    handler = KillNodeD(level=logging.DEBUG)
+    handler = AddThenKillNodeD(level=logging.DEBUG)
     logging.getLogger(LOGGER).addHandler(handler)
     try:
         logging.getLogger(LOGGER).setLevel(logging.DEBUG)
@@ -108,6 +114,8 @@ def test_a_lost_node_loses_no_episode(cluster, local_outcomes, tmp_path, monkeyp
     finally:
         logging.getLogger(LOGGER).removeHandler(handler)
         logging.getLogger(LOGGER).setLevel(logging.NOTSET)
+        if "node_d" in cluster.nodes:
+            cluster.kill("node_d")
 
     assert killed_with, "node_d took no unit after the first episodes finished"
     records = journal_lines(out)
@@ -122,6 +130,14 @@ def test_a_lost_node_loses_no_episode(cluster, local_outcomes, tmp_path, monkeyp
     lost_lines = [line for line in logged if " lost; " in line]
     assert len(lost_lines) == 1 and lost_lines[0].startswith(f"Ray node {lost[0][:NODE_ID_SHOWN]} ({ip}, ")
     assert lost_lines[0].endswith(f"lost; back in the queue from it: {killed_with[0]}")
+
+
+def wait_until_every_worker_is_ready() -> None:
+    """Through the driver's Ray connection: each of this run's workers answers `ready`."""
+    import ray
+
+    names = [n for n in ray.util.list_named_actors() if n.startswith(ray_backend.WORKER_NAME_PREFIX)]
+    ray.get([ray.get_actor(name).ready.remote() for name in names], timeout=300)
 
 
 def node_id_with_resource(resource: str) -> str:

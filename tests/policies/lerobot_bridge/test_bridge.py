@@ -358,7 +358,7 @@ def test_each_ray_worker_runs_its_own_child(checkpoints, lerobot_python, bridged
     on_ray = tmp_path / "ray"
     ray_flags = [f for f in EVAL_FLAGS if not f.startswith("--eval.batch_size")]
     ray_flags += ["--eval.backend=ray", "--eval.num_workers=2", "--eval.envs_per_worker=1"]
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     try:
         flags = [*ray_flags, *bridge_flags(checkpoints["act"], lerobot_python), f"--output_dir={on_ray}"]
         assert lerobot_eval(flags) == 0

@@ -183,16 +183,18 @@ def connect(eval_cfg: EvalConfig) -> bool:
     if ray.is_initialized():
         return False
     use_the_driver_interpreter()
-    local: dict[str, Any] = {}
+    address, local = eval_cfg.ray_address, {}
     # A new instance on this machine (unless RAY_ADDRESS names a cluster, which ray.init then
-    # joins): honour an explicit worker count even above the number of cores.
-    if eval_cfg.ray_address is None and not os.environ.get("RAY_ADDRESS"):
+    # joins): honour an explicit worker count even above the number of cores. `local`: without
+    # it ray.init would join a cluster that `ray start` once ran here (its address file outlives
+    # a crash), which the flag's None does not mean.
+    if address is None and not os.environ.get("RAY_ADDRESS"):
         num_cpus = max(os.cpu_count() or 1, eval_cfg.num_workers * CPUS_PER_WORKER)
-        local = {"num_cpus": num_cpus, "include_dashboard": False}
+        address, local = "local", {"num_cpus": num_cpus, "include_dashboard": False}
     # ray.init replaces the SIGTERM handler with sys.exit; keep lerobot-eval's, which stops the
     # run cleanly and writes the partial results.
     sigterm_handler = signal.getsignal(signal.SIGTERM)
-    ray.init(address=eval_cfg.ray_address, logging_level=logging.WARNING, **local)
+    ray.init(address=address, logging_level=logging.WARNING, **local)
     if threading.current_thread() is threading.main_thread() and sigterm_handler is not None:
         signal.signal(signal.SIGTERM, sigterm_handler)
     return True
