@@ -30,6 +30,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault(
+    "RAY_AUTH_MODE", "disabled"
+)  # as tests/conftest.py: one mode for the local Ray and the cluster
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.ray_cluster
 
 import ray  # noqa: E402

@@ -12,6 +12,11 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", "AVX2")
 os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+# Ray 2.60 turns token authentication on for a local `ray.init()` (writing a token to ~/.ray)
+# and for a `ray start` that finds that token. A test process whose local Ray ran with it, then
+# joining tests/ray_cluster.py's nodes (which run without), saw its actors cancelled before they
+# started. One mode for every Ray process of the tests, and nothing written to ~/.ray.
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -155,7 +155,7 @@ def test_resume_runs_only_what_the_local_backend_did_not_finish(
     ],
 )
 def test_number_of_workers(kwargs, resources, n_units, expected):
-    from lerobot.evaluation.run.ray_backend import resolve_num_workers
+    from lerobot.evaluation.run.ray_connection import resolve_num_workers
 
     eval_cfg = EvalConfig(backend="ray", **kwargs)
     assert resolve_num_workers(eval_cfg, resources, n_units) == expected

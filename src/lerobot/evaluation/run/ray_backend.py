@@ -22,8 +22,7 @@ without telling the driver, which then could not cap the re-runs nor record the 
 
 Every episode records the node that ran it; before any episode the driver checks that every
 node runs its lerobot, and during the run it logs each node the cluster loses with the units
-that went back to the queue from it (`ray_nodes`). `--eval.ray_address` takes what `ray.init`
-takes: a GCS address (`host:6379`, `auto`) or a Ray Client address (`ray://host:10001`).
+that went back to the queue from it (`ray_nodes`). Which cluster: `ray_connection`.
 """
 
 from __future__ import annotations
@@ -34,19 +33,16 @@ import itertools
 import logging
 import os
 import re
-import signal
 import textwrap
-import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ray
-from ray._private import ray_constants
 from ray.exceptions import RayActorError
 
 from lerobot.configs.eval import EvalConfig, EvalPipelineConfig
@@ -56,6 +52,12 @@ from lerobot.evaluation.run import node_software
 from lerobot.evaluation.run.backend import EvalBackend, RunEvents
 from lerobot.evaluation.run.batching.layout import BatchLayout
 from lerobot.evaluation.run.plan import RunPlan, WorkUnit
+from lerobot.evaluation.run.ray_connection import (
+    CPUS_PER_WORKER,
+    check_cluster_resources,
+    connect,
+    resolve_num_workers,
+)
 from lerobot.evaluation.run.ray_nodes import (
     NodeRegistry,
     NodeSoftware,
@@ -64,7 +66,7 @@ from lerobot.evaluation.run.ray_nodes import (
     require_same_code,
 )
 from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
-from lerobot.utils.errors import ConfigError, HarnessOutageError
+from lerobot.utils.errors import HarnessOutageError
 from lerobot.utils.gl import default_mujoco_gl
 
 logger = logging.getLogger(__name__)
@@ -72,11 +74,6 @@ logger = logging.getLogger(__name__)
 UNIT_WAVES = 2
 """Episodes per work unit = envs_per_worker x this: enough that building the env is paid once
 for a few episodes, few enough that the last units of a run end close together."""
-CPUS_PER_WORKER = 1
-"""A worker steps its envs in its own process, one after the other. Env worker processes would
-be restarted with every unit (its env is closed at the end of each): with 2 envs per worker
-that made state-only runs 3x slower in benchmarks/ray_scaling.py. Parallelism comes from more
-workers instead; several envs per worker batch the policy calls."""
 WORKER_NAME_PREFIX = "lerobot-eval-worker"
 GL_VARIABLES = ("MUJOCO_GL", "PYOPENGL_PLATFORM")
 WORKER_START_TIMEOUT_S = 300.0
@@ -133,15 +130,6 @@ class RayBackend(EvalBackend):
         return dataclasses.replace(episode, video_path=str(folder / Path(episode.video_path).name))
 
 
-def resolve_num_workers(eval_cfg: EvalConfig, resources: Mapping[str, float], n_units: int) -> int:
-    """--eval.num_workers, or as many as the cluster's CPUs (one kept for the driver) and GPUs
-    hold; never more than there are units."""
-    auto = int(resources.get("CPU", 1) - 1) // CPUS_PER_WORKER
-    if eval_cfg.gpus_per_worker:
-        auto = min(auto, int(resources.get("GPU", 0) / eval_cfg.gpus_per_worker))
-    return max(1, min(eval_cfg.num_workers or auto or 1, n_units))
-
-
 def _run_units(
     cfg: EvalPipelineConfig,
     units: list[WorkUnit],
@@ -173,55 +161,6 @@ def _run_units(
     finally:
         if started_ray:
             ray.shutdown()
-
-
-def connect(eval_cfg: EvalConfig) -> bool:
-    """Join `--eval.ray_address` or start a local Ray; True when this call started Ray.
-
-    An already initialized Ray (a notebook, a test) is used as it is and left running.
-    """
-    if ray.is_initialized():
-        return False
-    use_the_driver_interpreter()
-    address, local = eval_cfg.ray_address, {}
-    # A new instance on this machine (unless RAY_ADDRESS names a cluster, which ray.init then
-    # joins): honour an explicit worker count even above the number of cores. `local`: without
-    # it ray.init would join a cluster that `ray start` once ran here (its address file outlives
-    # a crash), which the flag's None does not mean.
-    if address is None and not os.environ.get("RAY_ADDRESS"):
-        num_cpus = max(os.cpu_count() or 1, eval_cfg.num_workers * CPUS_PER_WORKER)
-        address, local = "local", {"num_cpus": num_cpus, "include_dashboard": False}
-    # ray.init replaces the SIGTERM handler with sys.exit; keep lerobot-eval's, which stops the
-    # run cleanly and writes the partial results.
-    sigterm_handler = signal.getsignal(signal.SIGTERM)
-    ray.init(address=address, logging_level=logging.WARNING, **local)
-    if threading.current_thread() is threading.main_thread() and sigterm_handler is not None:
-        signal.signal(signal.SIGTERM, sigterm_handler)
-    return True
-
-
-def check_cluster_resources(eval_cfg: EvalConfig) -> None:
-    """Fail now rather than wait forever for an actor that no node can host."""
-    resources = ray.cluster_resources()
-    gpus = resources.get("GPU", 0.0)
-    if eval_cfg.gpus_per_worker > gpus:
-        raise ConfigError(
-            f"--eval.gpus_per_worker={eval_cfg.gpus_per_worker:g}: the Ray cluster has {gpus:g} GPUs"
-        )
-
-
-def use_the_driver_interpreter() -> None:
-    """Turn off Ray's `uv run` integration unless RAY_ENABLE_UV_RUN_RUNTIME_ENV asks for it.
-
-    When the driver runs under `uv run`, Ray re-creates that command for every worker in a
-    packaged copy of the working directory; with our install (a venv filled by `uv pip install`)
-    the copy gets an empty .venv without ray, every worker dies at import and Ray retries
-    forever. Workers must use the driver's own interpreter. Ray reads the setting once, when it
-    is imported, so the flag it keeps is set here as well as the variable its children read.
-    """
-    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    enabled = os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"].strip().lower() in ("1", "true", "yes", "on")
-    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = enabled
 
 
 class NoRayWorkersError(HarnessOutageError):

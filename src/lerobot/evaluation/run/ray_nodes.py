@@ -83,7 +83,7 @@ class NodeSoftware:
     def runs_same_code_as(self, other: NodeSoftware) -> bool:
         return (self.version, self.code) == (other.version, other.code)
 
-    def to_record(self, n_episodes: int) -> dict[str, Any]:
+    def to_record(self, n_episodes: int, n_workers_died: int) -> dict[str, Any]:
         return {
             "node_id": self.node_id,
             "ip": self.ip,
@@ -91,6 +91,7 @@ class NodeSoftware:
             "lerobot": self.version,
             "code": self.code,
             "n_episodes": n_episodes,
+            "n_workers_died": n_workers_died,
         }
 
 
@@ -147,6 +148,9 @@ class NodeRegistry:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeSoftware] = {}
         self.episodes: Counter[str] = Counter()
+        self.deaths: Counter[str] = Counter()
+        """Workers that died on each node: a node lost near the end of a run may not have been
+        declared dead by the cluster yet, but its deaths are on record."""
         self.requeued: defaultdict[str, list[WorkUnit]] = defaultdict(list)
         """Units put back in the queue after a worker on the node died, per node."""
         self.suspects: set[str] = set()
@@ -163,6 +167,7 @@ class NodeRegistry:
     def worker_died(self, node_id: str | None, requeued: WorkUnit | None) -> None:
         if node_id is None:
             return
+        self.deaths[node_id] += 1
         if requeued is not None:
             self.requeued[node_id].append(requeued)
         self.suspects.add(node_id)
@@ -187,6 +192,9 @@ class NodeRegistry:
         """eval_info.json's `provenance.ray`: where this invocation's episodes ran."""
         return {
             "address": address,
-            "nodes": [node.to_record(self.episodes[node_id]) for node_id, node in self.nodes.items()],
+            "nodes": [
+                node.to_record(self.episodes[node_id], self.deaths[node_id])
+                for node_id, node in self.nodes.items()
+            ],
             "lost_nodes": list(self.lost),
         }
