@@ -125,3 +125,30 @@ def test_budget_has_episodes_per_task_and_pairs_for_paired_comparisons_only():
     (pairs,) = budget.comparisons
     assert pairs.name_b == "B" and pairs.tasks[1].discordance == pytest.approx(7 / 8)
     assert pairs.pairs_per_task == -(-pairs.overall.pairs_needed // 2)
+
+
+def test_comparison_pages_show_the_sentence_the_tests_and_the_budget(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from lerobot.evaluation.report import write_comparison
+
+    html_path, md_path = write_comparison([run(A), run(B)], tmp_path)
+    root = ET.fromstring(html_path.read_text(encoding="utf-8"))  # well-formed, no script
+    assert not list(root.iter("script"))
+    page = " ".join("".join(root.itertext()).split())
+    assert compare_two(run(A), run(B)).conclusion() in page
+    push = [tr for tr in root.iter("tr") if "".join(tr.itertext()).startswith("push-v3")][1]
+    assert [" ".join("".join(td.itertext()).split()) for td in push] == [
+        "push-v3",
+        "25.0",
+        "87.5",
+        "+62.5 (0.0 to 88.3)",
+        "1",
+        "6",
+        "0.125",
+        "0.250",
+    ]
+    assert "Episode pairs to detect 5 points between B and A" in page
+    markdown = md_path.read_text()
+    assert "| push-v3 | 25.0 | 87.5 | +62.5 (0.0 to 88.3) | 1 | 6 | 0.125 | 0.250 |" in markdown
+    assert "### Episodes per task for a 95% interval of \u00b15 points" in markdown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lerobot.evaluation.report.budget import Budget, TaskEpisodes, TaskPairs, plan_budget
+from lerobot.evaluation.report.budget import Budget, ComparisonPairs, TaskEpisodes, TaskPairs, plan_budget
 from lerobot.evaluation.report.comparison import (
     comparability_warning,
     compared_tasks,
@@ -282,10 +282,7 @@ def budget_lines(budget: Budget) -> list[str]:
     """Markdown: episodes per task for the target interval, and pairs to detect the target difference."""
     half, diff = 100 * budget.half_width, 100 * budget.difference
     lines = [f"### Episodes per task for a 95% interval of \u00b1{half:g} points", ""]
-    names = [task.name for task in budget.runs[0].tasks] if budget.runs else []
-    rows = []
-    for i, name in enumerate(names):
-        rows.append([name, *(_episodes_cell(run.tasks[i]) for run in budget.runs if i < len(run.tasks))])
+    rows = budget_cells(budget)
     lines += markdown_table(["Task", *(run.name for run in budget.runs)], rows, n_text_columns=1)
     lines += [
         "",
@@ -295,8 +292,8 @@ def budget_lines(budget: Budget) -> list[str]:
     for pairs in budget.comparisons:
         a, b = pairs.name_a, pairs.name_b
         lines += [f"### Episode pairs to detect {diff:g} points between {b} and {a}", ""]
-        rows = [_pairs_row(task) for task in pairs.tasks]
-        rows.append(["**All tasks together**", *_pairs_row(pairs.overall)[1:]])
+        rows = pairs_cells(pairs)
+        rows[-1][0] = "**All tasks together**"
         lines += markdown_table(["Task", "Pairs run", "Discordant %", "Pairs needed"], rows, n_text_columns=1)
         spread = f" ({pairs.pairs_per_task} per task)" if pairs.pairs_per_task is not None else ""
         lines += [
@@ -309,8 +306,20 @@ def budget_lines(budget: Budget) -> list[str]:
     return lines
 
 
-def _episodes_cell(task: TaskEpisodes) -> str:
-    if task.episodes_needed is None:
+def budget_cells(budget: Budget) -> list[list[str]]:
+    """Per task of the first run: each run's 'needed (run, success %)'."""
+    names = [task.name for task in budget.runs[0].tasks] if budget.runs else []
+    by_run = [{task.name: task for task in run.tasks} for run in budget.runs]
+    return [[name, *(_episodes_cell(tasks.get(name)) for tasks in by_run)] for name in names]
+
+
+def pairs_cells(pairs: ComparisonPairs) -> list[list[str]]:
+    """Per task, then all tasks: pairs run, discordant %, pairs needed."""
+    return [_pairs_row(task) for task in (*pairs.tasks, pairs.overall)]
+
+
+def _episodes_cell(task: TaskEpisodes | None) -> str:
+    if task is None or task.episodes_needed is None:
         return DASH
     return f"{task.episodes_needed} ({task.n_episodes}, {_rate_pc(task.rate)}%)"
 
