@@ -278,6 +278,16 @@ def _difference_caption(comparison: RunComparison) -> str:
     return "Not paired. Interval: Newcombe's hybrid score interval for independent proportions."
 
 
+def render_budget(
+    runs: Sequence[RunResult], labels: Sequence[str], half_width: float, difference: float
+) -> str:
+    """budget.md: which run is which, then the budget tables (runs named by letter as in comparisons)."""
+    letters = run_letters(len(runs))
+    budget = plan_budget(runs, letters, half_width, difference)
+    names = [f"- {label}: {run.output_dir}" for label, run in zip(labels, runs, strict=True)]
+    return "\n".join(["## Budget", "", *names, "", *budget_lines(budget)])
+
+
 def budget_lines(budget: Budget) -> list[str]:
     """Markdown: episodes per task for the target interval, and pairs to detect the target difference."""
     half, diff = 100 * budget.half_width, 100 * budget.difference
