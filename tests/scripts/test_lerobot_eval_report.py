@@ -107,13 +107,11 @@ def test_comparison_of_two_real_runs(expert_run, tmp_path, capsys):
     compare = tmp_path / "compare"
     assert lerobot_eval_report.main([str(expert_out), str(random_out), f"--output_dir={compare}"]) == 0
     root = ET.fromstring((compare / "comparison.html").read_text(encoding="utf-8"))
-    rows = {
-        " ".join("".join(tr[0].itertext()).split()): [
-            " ".join("".join(td.itertext()).split()) for td in tr[1:]
-        ]
-        for tr in root.iter("tr")
-        if tr[0].tag == "td"
-    }
+    rows: dict[str, list[str]] = {}  # a task's first row: the per-task table, before "Is it better?"
+    for tr in root.iter("tr"):
+        if tr[0].tag == "td":
+            cells = [" ".join("".join(td.itertext()).split()) for td in tr]
+            rows.setdefault(cells[0], cells[1:])
     for task in TASKS:
         assert rows[task] == [
             "100.0 [34.2\u2013100.0] n=2",

@@ -28,6 +28,7 @@ REPORT_FILENAME = "report.html"
 SUMMARY_FILENAME = "summary.md"
 COMPARISON_FILENAME = "comparison.html"
 COMPARISON_SUMMARY_FILENAME = "comparison.md"
+BUDGET_FILENAME = "budget.md"
 
 
 def write_report(output_dir: Path, run: RunResult | None = None) -> list[Path]:

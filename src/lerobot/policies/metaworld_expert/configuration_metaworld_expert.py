@@ -17,3 +17,12 @@ class MetaworldExpertConfig(PreTrainedConfig):
     extra_modules: ClassVar[tuple[str, ...]] = ("metaworld",)
 
     device: str | None = "cpu"
+    action_noise: float = 0.0
+    """Standard deviation of Gaussian noise added to every action before clipping (0: the plain
+    expert). Each episode draws it from a generator seeded with the episode's seed, so a noisy
+    expert is a reproducible second checkpoint to compare the expert with."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.action_noise >= 0:
+            raise ValueError(f"--policy.action_noise={self.action_noise}: must be a standard deviation >= 0")
