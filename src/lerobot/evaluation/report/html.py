@@ -26,6 +26,7 @@ from lerobot.evaluation.report.chart import (
 )
 from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
 from lerobot.evaluation.report.episode_table import EpisodeVideoLink, episode_table, video_id
+from lerobot.evaluation.report.line_chart import time_to_success_chart
 from lerobot.evaluation.report.markup import Markup, concat, el
 from lerobot.evaluation.report.page import (
     KEY,
@@ -42,7 +43,7 @@ from lerobot.evaluation.report.page import (
     table,
 )
 from lerobot.evaluation.report.text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
-from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult
+from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult, success_curve
 from lerobot.evaluation.robustness import Robustness, SuiteRate, pooled_groups, robustness
 
 
@@ -54,6 +55,7 @@ def render_report(run: RunResult) -> str:
         _partial_banner(run),
         _headline(run),
         section("Success per task", concat(chart_legend_note(), success_chart([run], [run.name]))),
+        time_to_success_section([run], [run.name]),
         section("Per task", _task_table(run)),
         section("Per suite", _group_table(run)) if run.has_suites and len(run.groups) > 1 else "",
         _robustness_section(robustness(run.groups)),
@@ -73,6 +75,7 @@ def render_comparison(runs: Sequence[RunResult], labels: Sequence[str], output_d
         section("Runs", _runs_table(runs, labels, output_dir)),
         section("Success per task", concat(chart_legend_note(), success_chart(runs, labels))),
         section("Per task", _comparison_table(runs, labels)),
+        time_to_success_section(runs, labels),
         _robustness_section(robustness(pooled_groups(run.groups for run in runs))),
     ]
     return page("Comparison " + DASH + " " + " vs ".join(labels), body)
@@ -324,3 +327,28 @@ def _comparison_table(runs: Sequence[RunResult], labels: Sequence[str]) -> Marku
     ]
     rows.append([el("strong", "Overall"), *(rate_with_ci(run.overall) for run in runs)])
     return table([("Task", None), *((label, NUM) for label in labels)], rows)
+
+
+# -- time to success -------------------------------------------------------------------------
+
+
+def time_to_success_section(runs: Sequence[RunResult], labels: Sequence[str]) -> Markup | str:
+    """Each run's % of episodes succeeded by each step, all on one chart: how fast, beside how
+    often. Left out when no run's files say when its episodes succeeded."""
+    curves = [success_curve(run.episodes) for run in runs]
+    if all(curve is None for curve in curves):
+        return ""
+    note = el(
+        "p",
+        "Share of all scored episodes that had succeeded by each step (all tasks pooled). "
+        "A curve that rises earlier succeeds sooner; where it ends is the success rate.",
+        class_="note",
+    )
+    legend = ""
+    if len(runs) > 1:
+        items = [
+            el("span", swatch(SERIES_COLORS[i % len(SERIES_COLORS)]), label, class_="legend-item")
+            for i, label in enumerate(labels)
+        ]
+        legend = el("p", *items, class_="legend")
+    return section("Time to success", concat(note, legend, time_to_success_chart(curves, labels)))
