@@ -26,7 +26,6 @@ from lerobot.evaluation.report.chart import (
 )
 from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
 from lerobot.evaluation.report.episode_table import EpisodeVideoLink, episode_table, video_id
-from lerobot.evaluation.report.line_chart import time_to_success_chart
 from lerobot.evaluation.report.markup import Markup, concat, el
 from lerobot.evaluation.report.page import (
     KEY,
@@ -42,8 +41,9 @@ from lerobot.evaluation.report.page import (
     section,
     table,
 )
+from lerobot.evaluation.report.speed import time_to_success_section
 from lerobot.evaluation.report.text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
-from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult, success_curve
+from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult
 from lerobot.evaluation.robustness import Robustness, SuiteRate, pooled_groups, robustness
 
 
@@ -327,28 +327,3 @@ def _comparison_table(runs: Sequence[RunResult], labels: Sequence[str]) -> Marku
     ]
     rows.append([el("strong", "Overall"), *(rate_with_ci(run.overall) for run in runs)])
     return table([("Task", None), *((label, NUM) for label in labels)], rows)
-
-
-# -- time to success -------------------------------------------------------------------------
-
-
-def time_to_success_section(runs: Sequence[RunResult], labels: Sequence[str]) -> Markup | str:
-    """Each run's % of episodes succeeded by each step, all on one chart: how fast, beside how
-    often. Left out when no run's files say when its episodes succeeded."""
-    curves = [success_curve(run.episodes) for run in runs]
-    if all(curve is None for curve in curves):
-        return ""
-    note = el(
-        "p",
-        "Share of all scored episodes that had succeeded by each step (all tasks pooled). "
-        "A curve that rises earlier succeeds sooner; where it ends is the success rate.",
-        class_="note",
-    )
-    legend = ""
-    if len(runs) > 1:
-        items = [
-            el("span", swatch(SERIES_COLORS[i % len(SERIES_COLORS)]), label, class_="legend-item")
-            for i, label in enumerate(labels)
-        ]
-        legend = el("p", *items, class_="legend")
-    return section("Time to success", concat(note, legend, time_to_success_chart(curves, labels)))
