@@ -43,3 +43,12 @@ def test_only_episodes_both_evaluations_scored_are_paired():
     change = paired_change(run("1111", failed=(0,)), run("0000"))
     assert (change.n_pairs, change.only_before, change.only_after) == (3, 3, 0)
     assert paired_change(run("11", task="reach-v3"), run("00")).n_pairs == 0
+
+
+def test_each_change_carries_the_paired_interval_and_the_exact_mcnemar_p():
+    change = paired_change(run("0000000000"), run("1111111100"))
+    assert (change.only_before, change.only_after) == (0, 8)
+    assert change.p_value == 2 / 2**8  # exact binomial: 8 discordant pairs, all one way
+    low, high = change.pc_interval
+    assert 0 < low < change.pc_difference == 80.0 < high <= 100
+    assert paired_change(run("1"), run("1", task="reach-v3")).p_value is None

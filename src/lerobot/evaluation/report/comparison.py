@@ -25,6 +25,11 @@ def run_labels(runs: Sequence[RunResult]) -> list[str]:
     return [f"{chr(ord('A') + i)}: {name}" if i < 26 else name for i, name in enumerate(names)]
 
 
+def run_letters(n_runs: int) -> list[str]:
+    """'A', 'B', ...: how sentences name the runs that `run_labels` labels."""
+    return [chr(ord("A") + i) if i < 26 else f"run {i + 1}" for i in range(n_runs)]
+
+
 def compared_tasks(runs: Sequence[RunResult]) -> list[NamedTask]:
     """Every (suite, task) of any run, in the order they first appear."""
     keys: dict[NamedTask, None] = {}

@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from lerobot.evaluation.report.chart import (
-    SERIES_COLORS,
-    chart_legend_note,
-    success_chart,
-    swatch,
+from lerobot.evaluation.report.budget import Budget, plan_budget
+from lerobot.evaluation.report.chart import SERIES_COLORS, chart_legend_note, success_chart, swatch
+from lerobot.evaluation.report.comparison import (
+    comparability_warning,
+    compared_tasks,
+    run_letters,
+    task_summaries,
 )
-from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
 from lerobot.evaluation.report.episode_table import EpisodeVideoLink, episode_table, video_id
 from lerobot.evaluation.report.markup import Markup, concat, el
 from lerobot.evaluation.report.page import (
@@ -41,8 +42,19 @@ from lerobot.evaluation.report.page import (
     section,
     table,
 )
+from lerobot.evaluation.report.paired import RunComparison, TaskComparison, compare_runs, fmt_p
 from lerobot.evaluation.report.speed import time_to_success_section
-from lerobot.evaluation.report.text import DASH, fmt_ci, fmt_num, fmt_pc, fmt_seconds, incomplete_reason
+from lerobot.evaluation.report.text import (
+    DASH,
+    budget_cells,
+    difference_with_ci,
+    fmt_ci,
+    fmt_num,
+    fmt_pc,
+    fmt_seconds,
+    incomplete_reason,
+    pairs_cells,
+)
 from lerobot.evaluation.results import EpisodeResult, RunResult, TaskResult
 from lerobot.evaluation.robustness import Robustness, SuiteRate, pooled_groups, robustness
 
@@ -77,6 +89,10 @@ def render_comparison(runs: Sequence[RunResult], labels: Sequence[str], output_d
         section("Per task", _comparison_table(runs, labels)),
         time_to_success_section(runs, labels),
         _robustness_section(robustness(pooled_groups(run.groups for run in runs))),
+        section(
+            "Is it better?", concat(*map(_paired_comparison, compare_runs(runs, run_letters(len(runs)))))
+        ),
+        section("Budget", _budget(plan_budget(runs, run_letters(len(runs))))),
     ]
     return page("Comparison " + DASH + " " + " vs ".join(labels), body)
 
@@ -327,3 +343,56 @@ def _comparison_table(runs: Sequence[RunResult], labels: Sequence[str]) -> Marku
     ]
     rows.append([el("strong", "Overall"), *(rate_with_ci(run.overall) for run in runs)])
     return table([("Task", None), *((label, NUM) for label in labels)], rows)
+
+
+def _paired_comparison(comparison: RunComparison) -> Markup:
+    """The sentence, then per task: both rates, B minus A with its interval and, when paired, the tests."""
+    a, b = comparison.name_a, comparison.name_b
+    columns = [("Task", None), (f"{a} %", NUM), (f"{b} %", NUM), (f"{b} \u2212 {a}, points (95% CI)", NUM)]
+    if comparison.paired:
+        columns += [(f"{a} won", NUM), (f"{b} won", NUM), ("p", NUM), ("Holm p", NUM)]
+    rows = [
+        _difference_cells(task, comparison.paired, el("code", breakable(task.name)))
+        for task in comparison.tasks
+    ]
+    rows.append(_difference_cells(comparison.overall, comparison.paired, el("strong", "Overall")))
+    return concat(
+        el("h3", f"{b} against {a}"),
+        el("p", comparison.conclusion(), class_="verdict"),
+        table(columns, rows),
+    )
+
+
+def _difference_cells(task: TaskComparison, paired: bool, name: Markup) -> list[Markup | str]:
+    rates = [fmt_pc(None if r is None else 100 * r) for r in (task.rate_a, task.rate_b)]
+    cells = [name, *rates, difference_with_ci(task)]
+    if paired and task.counts is not None:
+        holm = "stratified" if task.holm_p_value is None else fmt_p(task.holm_p_value)
+        cells += [str(task.counts.a_won), str(task.counts.b_won), fmt_p(task.p_value), holm]
+    return cells
+
+
+def _budget(budget: Budget) -> Markup:
+    """Episodes per task for a +-5-point interval per run; pairs to detect 5 points per paired comparison."""
+    half, difference = 100 * budget.half_width, 100 * budget.difference
+    parts = [
+        el("h3", f"Episodes per task for a 95% interval of \u00b1{half:g} points"),
+        el("p", "Episodes needed (episodes run, success %), from the Wilson interval at the observed rate."),
+        table([("Task", None), *((run.name, NUM) for run in budget.runs)], budget_cells(budget)),
+    ]
+    for pairs in budget.comparisons:
+        columns = [("Task", None), ("Pairs run", NUM), ("Discordant %", NUM), ("Pairs needed", NUM)]
+        parts += [
+            el(
+                "h3",
+                f"Episode pairs to detect {difference:g} points between {pairs.name_b} and {pairs.name_a}",
+            ),
+            el(
+                "p",
+                f"For {100 * budget.power:g}% power at a two-sided 5% level (Connor 1987, McNemar's test), "
+                f"from the observed share of discordant pairs; all tasks together: "
+                f"{pairs.overall.pairs_needed or DASH} pairs ({pairs.pairs_per_task or DASH} per task).",
+            ),
+            table(columns, pairs_cells(pairs)),
+        ]
+    return concat(*parts)

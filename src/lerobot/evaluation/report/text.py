@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lerobot.evaluation.report.comparison import comparability_warning, compared_tasks, task_summaries
+from lerobot.evaluation.report.budget import Budget, ComparisonPairs, TaskEpisodes, TaskPairs, plan_budget
+from lerobot.evaluation.report.comparison import (
+    comparability_warning,
+    compared_tasks,
+    run_letters,
+    task_summaries,
+)
+from lerobot.evaluation.report.paired import RunComparison, TaskComparison, compare_runs, fmt_p
 from lerobot.evaluation.results import RunResult, SuccessCurve, Summary, success_curve
 from lerobot.evaluation.robustness import Robustness, RobustnessRow, SuccessRate, pooled_groups, robustness
 
@@ -89,7 +96,12 @@ def render_comparison_summary(runs: Sequence[RunResult], labels: Sequence[str]) 
     caption = "Success % (95% Wilson interval)." + (f" **{warning}**" if warning else "")
     perturbation = robustness_table(robustness(pooled_groups(run.groups for run in runs)))
     speed = time_to_success_table(runs, labels)
-    return "\n".join(["## Comparison", "", *table, "", caption, "", *perturbation, *speed, *notes, ""])
+    letters = run_letters(len(runs))
+    paired = ["## Is it better?", "", *paired_comparison_lines(compare_runs(runs, letters))]
+    budget = ["## Budget", "", *budget_lines(plan_budget(runs, letters))]
+    return "\n".join(
+        ["## Comparison", "", *table, "", caption, "", *perturbation, *speed, *notes, "", *paired, *budget]
+    )
 
 
 def incomplete_reason(run: RunResult, short: bool = False) -> str:
@@ -235,3 +247,113 @@ def _pc_with_ci(rate: SuccessRate | None) -> str:
 
 def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+# -- is B better than A? ---------------------------------------------------------------------
+
+
+def paired_comparison_lines(comparisons: Sequence[RunComparison]) -> list[str]:
+    """Markdown: per later run, the sentence, then per task the difference from the first run."""
+    lines: list[str] = []
+    for comparison in comparisons:
+        a, b = comparison.name_a, comparison.name_b
+        lines += [f"### {b} against {a}", "", f"**{comparison.conclusion()}**", ""]
+        header = ["Task", f"{a} %", f"{b} %", f"{b} \u2212 {a}, points (95% CI)"]
+        if comparison.paired:
+            header += [f"{a} won", f"{b} won", "p", "Holm p"]
+        rows = [_difference_row(task, comparison.paired) for task in comparison.tasks]
+        rows.append(["**Overall**", *_difference_row(comparison.overall, comparison.paired)[1:]])
+        if comparison.paired:
+            rows[-1][-1] = "(stratified)"
+        lines += [*markdown_table(header, rows, n_text_columns=1), "", _difference_caption(comparison), ""]
+    return lines
+
+
+def _difference_row(task: TaskComparison, paired: bool) -> list[str]:
+    cells = [task.name, _rate_pc(task.rate_a), _rate_pc(task.rate_b), difference_with_ci(task)]
+    if paired and task.counts is not None:
+        cells += [
+            str(task.counts.a_won),
+            str(task.counts.b_won),
+            fmt_p(task.p_value),
+            fmt_p(task.holm_p_value),
+        ]
+    return cells
+
+
+def difference_with_ci(task: TaskComparison) -> str:
+    """'+6.5 (2.1 to 10.9)': B minus A in points, with its 95% interval."""
+    if task.difference is None:
+        return DASH
+    interval = task.interval
+    ci = f" ({100 * interval[0]:.1f} to {100 * interval[1]:.1f})" if interval else ""
+    return f"{100 * task.difference:+.1f}{ci}"
+
+
+def _rate_pc(rate: float | None) -> str:
+    return fmt_pc(None if rate is None else 100 * rate)
+
+
+def _difference_caption(comparison: RunComparison) -> str:
+    if comparison.paired:
+        return (
+            "Paired by episode seed. Interval: Newcombe's score interval for paired proportions; "
+            "p: exact McNemar test on the discordant pairs (A won, B won); Holm p: adjusted over the "
+            "tasks; overall p: the exact test stratified by episode pair."
+        )
+    return "Not paired. Interval: Newcombe's hybrid score interval for independent proportions."
+
+
+def budget_lines(budget: Budget) -> list[str]:
+    """Markdown: episodes per task for the target interval, and pairs to detect the target difference."""
+    half, diff = 100 * budget.half_width, 100 * budget.difference
+    lines = [f"### Episodes per task for a 95% interval of \u00b1{half:g} points", ""]
+    rows = budget_cells(budget)
+    lines += markdown_table(["Task", *(run.name for run in budget.runs)], rows, n_text_columns=1)
+    lines += [
+        "",
+        "Episodes needed (episodes run, success %), from the Wilson interval at the observed rate.",
+        "",
+    ]
+    for pairs in budget.comparisons:
+        a, b = pairs.name_a, pairs.name_b
+        lines += [f"### Episode pairs to detect {diff:g} points between {b} and {a}", ""]
+        rows = pairs_cells(pairs)
+        rows[-1][0] = "**All tasks together**"
+        lines += markdown_table(["Task", "Pairs run", "Discordant %", "Pairs needed"], rows, n_text_columns=1)
+        spread = f" ({pairs.pairs_per_task} per task)" if pairs.pairs_per_task is not None else ""
+        lines += [
+            "",
+            f"For {100 * budget.power:g}% power at a two-sided 5% level (Connor 1987, McNemar's test), from "
+            f"the observed share of discordant pairs; all tasks together need "
+            f"{_count(pairs.overall.pairs_needed)} pairs{spread}.",
+            "",
+        ]
+    return lines
+
+
+def budget_cells(budget: Budget) -> list[list[str]]:
+    """Per task of the first run: each run's 'needed (run, success %)'."""
+    names = [task.name for task in budget.runs[0].tasks] if budget.runs else []
+    by_run = [{task.name: task for task in run.tasks} for run in budget.runs]
+    return [[name, *(_episodes_cell(tasks.get(name)) for tasks in by_run)] for name in names]
+
+
+def pairs_cells(pairs: ComparisonPairs) -> list[list[str]]:
+    """Per task, then all tasks: pairs run, discordant %, pairs needed."""
+    return [_pairs_row(task) for task in (*pairs.tasks, pairs.overall)]
+
+
+def _episodes_cell(task: TaskEpisodes | None) -> str:
+    if task is None or task.episodes_needed is None:
+        return DASH
+    return f"{task.episodes_needed} ({task.n_episodes}, {_rate_pc(task.rate)}%)"
+
+
+def _pairs_row(task: TaskPairs) -> list[str]:
+    discordant = DASH if task.discordance is None else fmt_pc(100 * task.discordance)
+    return [task.name, str(task.n_pairs), discordant, _count(task.pairs_needed)]
+
+
+def _count(value: int | None) -> str:
+    return DASH if value is None else f"{value:,}"

@@ -12,6 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from lerobot.evaluation.paired_statistics import (
+    PairedCounts,
+    mcnemar_exact_p_value,
+    paired_difference_interval,
+)
 from lerobot.evaluation.results.episodes import EpisodeResult, scored
 from lerobot.evaluation.results.run import RunResult
 
@@ -45,10 +50,10 @@ class PairedChange:
     only_after: int
     """Episodes that failed at the earlier step and succeeded at the later one."""
     pc_interval: tuple[float, float] | None = None
-    """95% interval of the paired difference, in points; None until the paired statistics
-    are available (see `paired_statistics`)."""
+    """95% interval of the paired difference, in points (Newcombe's paired square-and-add);
+    None without pairs."""
     p_value: float | None = None
-    """Exact McNemar p of the discordant counts; None as `pc_interval`."""
+    """Exact McNemar p of the discordant counts; None without pairs."""
 
     @property
     def pc_difference(self) -> float | None:
@@ -82,22 +87,24 @@ def training_curve(evaluations: Iterable[StepEvaluation]) -> TrainingCurve:
 
 
 def paired_change(before: RunResult, after: RunResult) -> PairedChange:
-    """The discordant counts of two runs over the episodes both scored, matched by seed."""
+    """The discordant counts of two runs over the episodes both scored, matched by seed, with
+    the paired interval of the difference (Newcombe) and the exact McNemar p."""
     earlier, later = _by_episode(before), _by_episode(after)
     pairs = [(earlier[k].success, later[k].success) for k in earlier.keys() & later.keys()]
-    only_before = sum(1 for a, b in pairs if a and not b)
-    only_after = sum(1 for a, b in pairs if b and not a)
-    interval, p_value = paired_statistics(only_before, only_after, len(pairs))
-    return PairedChange(len(pairs), only_before, only_after, interval, p_value)
-
-
-def paired_statistics(
-    only_before: int, only_after: int, n_pairs: int
-) -> tuple[tuple[float, float] | None, float | None]:
-    """HOOK for the paired statistics (issue 55): (95% interval of the paired difference in
-    points, exact McNemar p) from the discordant counts. Returns (None, None) until the
-    paired-statistics functions land; the pages then show the counts and a dash."""
-    return None, None
+    counts = PairedCounts(
+        both=sum(1 for a, b in pairs if a and b),
+        a_won=sum(1 for a, b in pairs if a and not b),
+        b_won=sum(1 for a, b in pairs if b and not a),
+        neither=sum(1 for a, b in pairs if not a and not b),
+    )
+    interval = paired_difference_interval(counts)
+    return PairedChange(
+        n_pairs=counts.n_pairs,
+        only_before=counts.a_won,
+        only_after=counts.b_won,
+        pc_interval=None if interval is None else (100.0 * interval[0], 100.0 * interval[1]),
+        p_value=mcnemar_exact_p_value(counts.a_won, counts.b_won) if counts.n_pairs else None,
+    )
 
 
 def _by_episode(run: RunResult) -> dict[EpisodeKey, EpisodeResult]:
