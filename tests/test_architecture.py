@@ -200,7 +200,7 @@ def test_a_benchmark_config_names_its_env_class_by_entry_point(benchmark):
 
 
 EVALUATION_LAYERS = [
-    {"results", "intervals", "robustness"},
+    {"results", "intervals", "paired_statistics", "robustness"},
     {"report"},
     {"store"},
     {"run"},

@@ -1,6 +1,7 @@
 """report.html, summary.md and `lerobot-eval-report`, from a real Meta-World evaluation."""
 
 import json
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -168,3 +169,31 @@ def test_bad_input_fails_in_one_line(tmp_path, capsys, argv, expected):
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and expected.format(tmp=tmp_path) in err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_reports_show_how_fast_episodes_succeed(expert_run, tmp_path):
+    """Every episode records the step it first succeeded at; report and summary draw and
+    tabulate it."""
+    out, info = expert_run
+    steps = [e["success_step"] for e in info["per_episode"]]
+    assert all(1 <= s <= e["n_steps"] for s, e in zip(steps, info["per_episode"], strict=True))
+    root = ET.fromstring((out / "report.html").read_text(encoding="utf-8"))
+    assert "Time to success" in page_text(root)
+    summary = (out / "summary.md").read_text()
+    assert "### Time to success" in summary and "| Median steps to success |" in summary
+
+
+@pytest.mark.slow
+def test_a_training_output_dir_gets_its_training_curve(expert_run, tmp_path):
+    """Two real runs on the same seeds, laid out as lerobot-train's in-loop evaluations."""
+    expert_out, _ = expert_run
+    train = tmp_path / "train"
+    evaluate(train / "eval" / "step_10", RANDOM_RUN)
+    shutil.copytree(expert_out, train / "eval" / "step_20")
+    assert lerobot_eval_report.main([str(train)]) == 0
+    root = ET.fromstring((train / "training_curve.html").read_text(encoding="utf-8"))
+    assert "Ringed: the best, step 20 (100.0%)" in page_text(root)
+    summary = (train / "training_curve.md").read_text()
+    assert "| 10 | 4 | 0.0 | 0.0\u201349.0 |" in summary
+    assert "| **20** | 4 | **100.0** | 51.0\u2013100.0 | +100.0 | 0 | 4 |" in summary

@@ -373,6 +373,9 @@ def test_an_evaluation_the_run_stopped_in_is_run_again_on_resume(tmp_path, datas
     first = train(train_config(dataset, out, *flags))
     info_path = out / "eval/step_2/eval_info.json"
     assert json.loads(info_path.read_text())["complete"] is True and list(first.eval_success) == [2]
+    # Each in-loop evaluation rewrites the run's training curve from every evaluation so far.
+    assert "| Step | Episodes | Success % |" in (out / "training_curve.md").read_text()
+    assert "in-loop evaluations" in (out / "training_curve.html").read_text()
     info_path.unlink()
 
     with caplog.at_level(logging.INFO, logger="lerobot.training"):

@@ -3,6 +3,11 @@
     lerobot-eval-report outputs/eval/run_a
         rewrites run_a/report.html and run_a/summary.md from run_a/eval_info.json.
 
+    lerobot-eval-report outputs/train/run
+        a lerobot-train output dir with in-loop evaluations (eval/step_<N>/): writes
+        training_curve.html and training_curve.md there (success against training step, 95%
+        intervals, the best step, each evaluation paired with the previous one).
+
     lerobot-eval-report outputs/eval/run_a outputs/eval/run_b [--output_dir=DIR]
         writes comparison.html and comparison.md (every task, one bar and column per run, with
         95% intervals) into DIR, by default the first run's directory. The runs' own reports
@@ -25,11 +30,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lerobot.configs.parser import USAGE_EXIT_CODE, CliError, OneLineArgumentParser
-from lerobot.evaluation.report import BUDGET_FILENAME, write_comparison, write_report
+from lerobot.evaluation.report import BUDGET_FILENAME, write_comparison, write_report, write_training_curve
 from lerobot.evaluation.report.budget import DIFFERENCE, HALF_WIDTH
 from lerobot.evaluation.report.comparison import run_labels
 from lerobot.evaluation.report.text import render_budget
-from lerobot.evaluation.results import UnreadableResultsError, load_run
+from lerobot.evaluation.results import EVAL_INFO_FILENAME, UnreadableResultsError, load_run
+from lerobot.training.eval_history import has_in_loop_evaluations, in_loop_evaluations
 from lerobot.utils.io import write_text_atomic
 from lerobot.utils.logging_utils import init_logging
 
@@ -44,7 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument(
-        "runs", nargs="+", type=Path, metavar="OUTPUT_DIR", help="lerobot-eval output directories"
+        "runs",
+        nargs="+",
+        type=Path,
+        metavar="OUTPUT_DIR",
+        help="lerobot-eval output directories, or one lerobot-train output directory",
     )
     parser.add_argument(
         "--output_dir",
@@ -98,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def make_reports(run_dirs: Sequence[Path], output_dir: Path | None) -> list[Path]:
     """One run: its report. Several: their comparison. Raises CliError for unreadable results."""
     try:
+        if len(run_dirs) == 1 and is_training_output(run_dirs[0]):
+            return write_training_curve(in_loop_evaluations(run_dirs[0]), run_dirs[0])
         if len(run_dirs) == 1:
             return write_report(run_dirs[0])
         runs = [load_run(d) for d in run_dirs]
@@ -122,6 +134,11 @@ def plan(
     text = render_budget(runs, run_labels(runs), half_width_pts / 100, difference_pts / 100)
     write_text_atomic(text, Path(output_dir if output_dir is not None else run_dirs[0]) / BUDGET_FILENAME)
     return text
+
+
+def is_training_output(path: Path) -> bool:
+    """A lerobot-train output dir: in-loop evaluations under it, no eval_info.json of its own."""
+    return not (Path(path) / EVAL_INFO_FILENAME).is_file() and has_in_loop_evaluations(path)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,11 @@ envs, same seeds, same `--eval.*` settings, a hung worker replaced after
 `--eval.step_timeout_s`, the same files with provenance), with the in-memory policy and
 processors (and the env config's around them); the envs are closed before training continues,
 so no simulator worker or GL context outlives an evaluation.
+
+After each evaluation the training output dir's training_curve.html and .md are rewritten from
+every evaluation so far: the curve is there to look at while a long run trains, and a run
+killed midway still has it (rereading a few small eval_info.json files costs nothing next to
+an evaluation).
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ import torch
 from lerobot.configs.train import TrainPipelineConfig
 from lerobot.envs.factory import make_env_pre_post_processors
 from lerobot.evaluation.evaluate import make_settled_local_backend, run_evaluation
+from lerobot.evaluation.report import write_training_curve
 from lerobot.evaluation.results import RunResult, UnreadableResultsError, load_run
 from lerobot.evaluation.run.batching.settle import BatchRun
 from lerobot.evaluation.run.plan import RunPlan
 from lerobot.evaluation.run.rollout import RolloutSettings
 from lerobot.evaluation.store.output_dir import RunOutput, encode_config
+from lerobot.training.eval_history import in_loop_eval_dir, in_loop_evaluations
 from lerobot.training.trainee import Trainee
 
 logger = logging.getLogger(__name__)
@@ -57,11 +64,6 @@ def evaluation_finished(output_dir: Path, step: int) -> bool:
         return False
 
 
-def in_loop_eval_dir(output_dir: Path, step: int) -> Path:
-    """Where the in-loop evaluation at `step` writes what a lerobot-eval output dir holds."""
-    return Path(output_dir) / "eval" / f"step_{step}"
-
-
 def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wandb_run: Any) -> InLoopEval:
     """Evaluate the current policy as lerobot-eval would; results under eval/step_<N>/, with
     the training's config as their provenance (a resumed training redoes the step's evaluation)."""
@@ -78,6 +80,7 @@ def evaluate_in_loop(cfg: TrainPipelineConfig, trainee: Trainee, step: int, wand
         run = run_evaluation(plan, backend, output)
     finally:
         trainee.policy.train()
+    write_training_curve(in_loop_evaluations(cfg.output_dir), cfg.output_dir)
     return report_in_loop_eval(run, step, out, wandb_run)
 
 

@@ -4,10 +4,11 @@ eval_info.json is the record; these files are how people read it. `lerobot-eval`
 when a run ends (also an interrupted one), and `lerobot-eval-report` rebuilds them from
 eval_info.json alone, so a report can always be redone with a newer version of this code.
 
-`write_report` and `write_comparison` are the entry points; behind them `html` lays out the
-page's sections (on `page`'s skeleton and tables, with `episode_table`, `chart`'s SVG and
-`markup`'s escaping), `text` the markdown and console tables, and `comparison` lines up the
-tasks of several runs.
+`write_report`, `write_comparison` and `write_training_curve` are the entry points; behind
+them `html` lays out the page's sections (on `page`'s skeleton and tables, with
+`episode_table`, `chart`'s SVG and `markup`'s escaping), `text` the markdown and console
+tables, and `comparison` lines up the tasks of several runs; `training_page` draws a training run's in-loop evaluations with
+`line_chart`, which also draws the time-to-success curves.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 from lerobot.evaluation.report.comparison import run_labels
 from lerobot.evaluation.report.html import render_comparison, render_report
 from lerobot.evaluation.report.text import render_comparison_summary, render_summary
-from lerobot.evaluation.results import RunResult, load_run, run_from_eval_info
+from lerobot.evaluation.report.training_page import render_training_curve, render_training_curve_summary
+from lerobot.evaluation.results import RunResult, StepEvaluation, load_run, run_from_eval_info, training_curve
 from lerobot.utils.io import write_text_atomic
 
 logger = logging.getLogger(__name__)
@@ -29,6 +31,8 @@ SUMMARY_FILENAME = "summary.md"
 COMPARISON_FILENAME = "comparison.html"
 COMPARISON_SUMMARY_FILENAME = "comparison.md"
 BUDGET_FILENAME = "budget.md"
+TRAINING_CURVE_FILENAME = "training_curve.html"
+TRAINING_CURVE_SUMMARY_FILENAME = "training_curve.md"
 
 
 def write_report(output_dir: Path, run: RunResult | None = None) -> list[Path]:
@@ -56,4 +60,17 @@ def write_comparison(runs: Sequence[RunResult], output_dir: Path) -> list[Path]:
         write_text_atomic(render_comparison_summary(runs, labels), output_dir / COMPARISON_SUMMARY_FILENAME),
     ]
     logger.info("comparison: %s", paths[0])
+    return paths
+
+
+def write_training_curve(evaluations: Sequence[StepEvaluation], output_dir: Path) -> list[Path]:
+    """Write training_curve.html and training_curve.md into a training run's `output_dir`:
+    success against training step, the best step, each evaluation against the previous one."""
+    output_dir = Path(output_dir)
+    curve = training_curve(evaluations)
+    paths = [
+        write_text_atomic(render_training_curve(curve, output_dir), output_dir / TRAINING_CURVE_FILENAME),
+        write_text_atomic(render_training_curve_summary(curve), output_dir / TRAINING_CURVE_SUMMARY_FILENAME),
+    ]
+    logger.info("training curve: %s", paths[0])
     return paths

@@ -19,12 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lerobot.evaluation.report.budget import Budget, plan_budget
-from lerobot.evaluation.report.chart import (
-    SERIES_COLORS,
-    chart_legend_note,
-    success_chart,
-    swatch,
-)
+from lerobot.evaluation.report.chart import SERIES_COLORS, chart_legend_note, success_chart, swatch
 from lerobot.evaluation.report.comparison import (
     comparability_warning,
     compared_tasks,
@@ -48,6 +43,7 @@ from lerobot.evaluation.report.page import (
     table,
 )
 from lerobot.evaluation.report.paired import RunComparison, TaskComparison, compare_runs, fmt_p
+from lerobot.evaluation.report.speed import time_to_success_section
 from lerobot.evaluation.report.text import (
     DASH,
     budget_cells,
@@ -71,6 +67,7 @@ def render_report(run: RunResult) -> str:
         _partial_banner(run),
         _headline(run),
         section("Success per task", concat(chart_legend_note(), success_chart([run], [run.name]))),
+        time_to_success_section([run], [run.name]),
         section("Per task", _task_table(run)),
         section("Per suite", _group_table(run)) if run.has_suites and len(run.groups) > 1 else "",
         _robustness_section(robustness(run.groups)),
@@ -90,6 +87,7 @@ def render_comparison(runs: Sequence[RunResult], labels: Sequence[str], output_d
         section("Runs", _runs_table(runs, labels, output_dir)),
         section("Success per task", concat(chart_legend_note(), success_chart(runs, labels))),
         section("Per task", _comparison_table(runs, labels)),
+        time_to_success_section(runs, labels),
         _robustness_section(robustness(pooled_groups(run.groups for run in runs))),
         section(
             "Is it better?", concat(*map(_paired_comparison, compare_runs(runs, run_letters(len(runs)))))

@@ -12,7 +12,7 @@ from lerobot.evaluation.report.comparison import (
     task_summaries,
 )
 from lerobot.evaluation.report.paired import RunComparison, TaskComparison, compare_runs, fmt_p
-from lerobot.evaluation.results import RunResult, Summary
+from lerobot.evaluation.results import RunResult, SuccessCurve, Summary, success_curve
 from lerobot.evaluation.robustness import Robustness, RobustnessRow, SuccessRate, pooled_groups, robustness
 
 DASH = "\u2013"  # en dash, for ranges and missing values in HTML and markdown
@@ -39,6 +39,7 @@ def render_summary(run: RunResult) -> str:
     else:
         lines += [*_summary_task_table(run), ""]
     lines += robustness_table(robustness(run.groups))
+    lines += time_to_success_table([run], [run.name])
     return "\n".join([*lines, settings_sentence(run), ""])
 
 
@@ -94,11 +95,12 @@ def render_comparison_summary(runs: Sequence[RunResult], labels: Sequence[str]) 
     warning = comparability_warning(runs)
     caption = "Success % (95% Wilson interval)." + (f" **{warning}**" if warning else "")
     perturbation = robustness_table(robustness(pooled_groups(run.groups for run in runs)))
+    speed = time_to_success_table(runs, labels)
     letters = run_letters(len(runs))
     paired = ["## Is it better?", "", *paired_comparison_lines(compare_runs(runs, letters))]
     budget = ["## Budget", "", *budget_lines(plan_budget(runs, letters))]
     return "\n".join(
-        ["## Comparison", "", *table, "", caption, "", *perturbation, *notes, "", *paired, *budget]
+        ["## Comparison", "", *table, "", caption, "", *perturbation, *speed, *notes, "", *paired, *budget]
     )
 
 
@@ -144,6 +146,30 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], n_text_
     """Text columns left-aligned, numbers right-aligned."""
     align = [":--" if i < n_text_columns else "--:" for i in range(len(header))]
     return [_md_row(header), _md_row(align), *(_md_row(row) for row in rows)]
+
+
+def time_to_success_table(runs: Sequence[RunResult], labels: Sequence[str]) -> list[str]:
+    """Markdown: how fast each run's episodes succeeded, the text twin of the report's curves;
+    nothing when no run's files say when its episodes succeeded."""
+    curves = [success_curve(run.episodes) for run in runs]
+    if all(curve is None for curve in curves):
+        return []
+    header = ["Run", "Episodes", "Success %", "Median steps to success", "Half succeeded by step"]
+    rows = [[label, *_speed_cells(curve)] for label, curve in zip(labels, curves, strict=True)]
+    caption = (
+        "Median steps to success: over the episodes that succeeded. Half succeeded by step: the "
+        "step by which half of all scored episodes had succeeded."
+    )
+    return ["### Time to success", "", *markdown_table(header, rows, n_text_columns=1), "", caption, ""]
+
+
+def _speed_cells(curve: SuccessCurve | None) -> list[str]:
+    if curve is None:
+        return ["not recorded"] + [DASH] * 3
+    success = fmt_pc(100 * curve.fraction_by(curve.last_step))
+    median = fmt_num(curve.median_success_step, 1) if curve.median_success_step is not None else DASH
+    half = DASH if curve.step_to_half is None else str(curve.step_to_half)
+    return [str(curve.n_episodes), success, median, half]
 
 
 # -- console table ---------------------------------------------------------------------------

@@ -43,6 +43,11 @@ class EpisodeResult:
     policy_error: str | None = None
     """Set when the policy's own output ended the episode (NaN or inf actions). Unlike a
     `failure_reason`, this is the policy's doing: the episode is scored, unsuccessful from then on."""
+    success_step: int | None = None
+    """The step (counted as `n_steps` counts them, the first env step being 1) at which the
+    episode first succeeded; None when it never did, or in a file written before it was kept.
+    Two policies with the same success rate can differ by how fast they succeed; this is
+    what shows it."""
     node: str | None = None
     """The Ray node (its node ID, as `ray list nodes` shows it) whose worker ran the episode;
     None on the local backend, whose machine the run's provenance names."""

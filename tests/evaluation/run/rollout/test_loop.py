@@ -8,10 +8,12 @@ import pytest
 import torch
 
 from lerobot.configs.policies import PreTrainedConfig
+from lerobot.envs.commands import StepResult
 from lerobot.envs.vector import LazyVectorEnv
 from lerobot.evaluation.adapters.lerobot_compat import eval_policy, eval_policy_all
 from lerobot.evaluation.run.plan import shard_episodes
 from lerobot.evaluation.run.rollout import RolloutSettings, run_episodes
+from lerobot.evaluation.run.rollout.episode import RunningEpisode
 from lerobot.policies.pretrained import PreTrainedPolicy
 from lerobot.policies.random.configuration_random import RandomConfig
 from lerobot.policies.random.modeling_random import RandomPolicy
@@ -213,3 +215,18 @@ def test_a_huge_failure_text_is_kept_as_one_bounded_line():
     failed = EpisodeResult.failed(episode_index=0, seed=0, reason=reason, retries=0)
     assert failed.failure_reason.startswith("server error: AAA")
     assert len(failed.failure_reason) < MAX_QUOTED_CHARS + 50 and "\n" not in failed.failure_reason
+
+
+def test_each_success_records_the_step_it_first_succeeded_at():
+    """The fake env succeeds at its last step only: that step, counted as n_steps counts."""
+    results = run_episodes(make_vec(2), RecordingPolicy(), range(5), RolloutSettings(start_seed=100))
+    for r in results:
+        assert r.success_step == (r.n_steps if r.success else None)
+
+
+def test_success_step_is_the_first_success_even_when_it_does_not_last():
+    episode = RunningEpisode(index=0, seed=0)
+    for success in (False, True, False, True):
+        episode.record(StepResult(None, 0.0, False, False, {"is_success": success}))
+    result = episode.finish()
+    assert (result.success_step, result.n_steps, result.success_at_end) == (2, 4, True)

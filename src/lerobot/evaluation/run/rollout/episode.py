@@ -32,6 +32,7 @@ class RunningEpisode:
     n_steps: int = 0
     success: bool = False
     success_at_end: bool = False
+    success_step: int | None = None
     init_state_index: int | None = None
     video: EpisodeVideo | None = None
 
@@ -40,6 +41,8 @@ class RunningEpisode:
         self.sum_reward += step.reward
         self.max_reward = max(self.max_reward, step.reward)
         self.n_steps += 1
+        if success_now and not self.success:
+            self.success_step = self.n_steps
         self.success = self.success or success_now
         self.success_at_end = success_now
         if self.video is not None and step.frame is not None:
@@ -63,6 +66,7 @@ class RunningEpisode:
             video_path=video_path,
             retries=self.retries,
             init_state_index=self.init_state_index,
+            success_step=self.success_step,
             policy_error=one_line(policy_error) if policy_error is not None else None,
         )
 
