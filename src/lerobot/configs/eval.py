@@ -87,8 +87,9 @@ class EvalConfig:
     Ray cluster, one policy copy each; needs `pip install 'lerobot[ray]'`)."""
     ray_address: str | None = field(default=None, metadata=facts(result_neutral=True, only_backend="ray"))
     """Ray cluster to use with --eval.backend=ray: None starts a Ray instance on this machine
-    for the run; `auto` joins the cluster that `ray start` runs here (any address `ray.init`
-    takes works too)."""
+    for the run; `auto` joins the cluster that `ray start` runs here; `host:port` joins the
+    cluster whose head's GCS listens there (from a node of it); `ray://host:port` drives it
+    through Ray Client from anywhere."""
     num_workers: int = field(default=0, metadata=facts(result_neutral=True, only_backend="ray"))
     """Ray actors, each with one CPU, one policy copy and its envs; 0 = auto: the CPUs Ray
     reports minus one for the driver (and no more than the GPUs hold with
@@ -167,6 +168,8 @@ class EvalConfig:
                     )
             return
         require_extra("--eval.backend=ray", "ray", ("ray",))
+        if self.ray_address is not None:
+            ray_address_endpoint(self.ray_address)  # its form, now; whether it answers, before the run
         if self.batch_size != 0 or self.measure_batch_size:
             given = f"batch_size={self.batch_size}" if self.batch_size else "measure_batch_size=true"
             raise ConfigError(
@@ -317,3 +320,18 @@ def check_job_name(job_name: str) -> None:
     """A job name names a folder: no path separators, no `..`."""
     if not job_name.strip() or job_name == "." or any(part in job_name for part in ("/", "\\", "..")):
         raise ConfigError(f"--job_name={job_name!r}: must be a plain name (no '/', '\\' or '..')")
+
+
+RAY_ADDRESS_FORMS = "auto, local, host:port (the head's GCS, e.g. 10.0.0.1:6379) or ray://host:port (Ray Client, e.g. ray://10.0.0.1:10001)"
+
+
+def ray_address_endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) that `--eval.ray_address` names; None for `auto` and `local`, which Ray
+    resolves itself. A one-line ConfigError for any other form."""
+    if address in ("auto", "local"):
+        return None
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")  # an IPv6 literal, [::1]:6379
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--eval.ray_address={address}: must be {RAY_ADDRESS_FORMS}")
+    return host, int(port)

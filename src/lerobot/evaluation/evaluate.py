@@ -123,6 +123,9 @@ def make_backend(cfg: EvalPipelineConfig, plan: RunPlan) -> tuple[EvalBackend, E
     the config it runs: the local backend's batch settled against the plan (`settle_batch_size`)."""
     settings = rollout_settings(cfg)
     if cfg.eval.backend == "ray":
+        from lerobot.evaluation.run.ray_connection import require_cluster_answers  # imports ray
+
+        require_cluster_answers(cfg.eval)  # before the policy check: a wrong address is quicker told
         make_policy(
             driver_policy_config(cfg), env_cfg=cfg.env, rename_map=cfg.rename_map
         ).close()  # only a check: each actor builds its own

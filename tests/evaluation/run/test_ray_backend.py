@@ -36,6 +36,7 @@ from tests.evaluation.run.ray_runs import (
     outcomes_in,
     run_locally,
 )
+from tests.remote import free_port
 
 # One Ray instance at a time: with `pytest -n 2` these tests share one xdist worker.
 pytestmark = pytest.mark.xdist_group("ray")
@@ -177,6 +178,30 @@ def test_number_of_workers(kwargs, resources, n_units, expected):
 def test_bad_backend_settings_fail_in_one_line(flag, message, tmp_path, capsys):
     assert main([*FLAGS, flag, f"--output_dir={tmp_path}/never"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_malformed_ray_address_fails_while_parsing(tmp_path, capsys):
+    assert main([*FLAGS, *RAY_FLAGS, "--eval.ray_address=head-node", f"--output_dir={tmp_path}/never"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.endswith(
+        "--eval.ray_address=head-node: must be auto, local, host:port (the head's GCS, "
+        "e.g. 10.0.0.1:6379) or ray://host:port (Ray Client, e.g. ray://10.0.0.1:10001)"
+    )
+    assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_a_ray_address_nothing_answers_at_fails_in_one_line(scheme, tmp_path, capsys):
+    """Instead of ray.init's retries (twenty, up to a minute each), before any output."""
+    address = f"{scheme}127.0.0.1:{free_port()}"
+    assert main([*FLAGS, *RAY_FLAGS, f"--eval.ray_address={address}", f"--output_dir={tmp_path}/never"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    port = address.rsplit(":", 1)[1]
+    assert last.endswith(
+        f"--eval.ray_address={address}: nothing answers at 127.0.0.1:{port} (Connection refused); "
+        "start the cluster's head there (ray start --head) or fix the address"
+    )
     assert not (tmp_path / "never").exists()
 
 

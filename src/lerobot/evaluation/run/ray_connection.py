@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Mapping
 
 import ray
 from ray._private import ray_constants
 
-from lerobot.configs.eval import EvalConfig
+from lerobot.configs.eval import EvalConfig, ray_address_endpoint
 from lerobot.utils.errors import ConfigError
 
 CPUS_PER_WORKER = 1
@@ -33,6 +34,27 @@ def resolve_num_workers(eval_cfg: EvalConfig, resources: Mapping[str, float], n_
     if eval_cfg.gpus_per_worker:
         auto = min(auto, int(resources.get("GPU", 0) / eval_cfg.gpus_per_worker))
     return max(1, min(eval_cfg.num_workers or auto or 1, n_units))
+
+
+ANSWER_TIMEOUT_S = 10.0
+"""How long the head's port may take to accept a connection before the address counts as wrong."""
+
+
+def require_cluster_answers(eval_cfg: EvalConfig) -> None:
+    """One line now for an address nothing listens on: ray.init would retry it twenty times,
+    for up to a minute each, before saying anything."""
+    endpoint = ray_address_endpoint(eval_cfg.ray_address) if eval_cfg.ray_address else None
+    if endpoint is None:
+        return
+    try:
+        with socket.create_connection(endpoint, timeout=ANSWER_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"--eval.ray_address={eval_cfg.ray_address}: nothing answers at {endpoint[0]}:{endpoint[1]} "
+            f"({reason}); start the cluster's head there (ray start --head) or fix the address"
+        ) from None
 
 
 def connect(eval_cfg: EvalConfig) -> bool:
