@@ -18,19 +18,9 @@ for browser in chromium chromium-browser google-chrome firefox-esr firefox; do
     fi
 done
 
-if ! command -v apt-get >/dev/null 2>&1; then
-    log "no apt-get here: install chromium or firefox-esr yourself for the report pages' browser test"
-    exit 0
-fi
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-        SUDO=(sudo -n)
-    else
-        log "not root and no sudo: cannot install chromium; the report pages' browser test is skipped"
-        exit 0
-    fi
-fi
+# shellcheck source=scripts/apt_access.sh
+. "$(dirname "$0")/apt_access.sh"
+use_apt_or_stop "install chromium or firefox-esr yourself; the report pages' browser test is skipped"
 
 "${SUDO[@]}" apt-get update -qq
 for package in chromium firefox-esr; do

@@ -37,19 +37,9 @@ if has_nvidia_icd || mesa_recent_enough; then
     exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-    log "no apt-get here: install Mesa >= $MIN_MESA_MAJOR's Vulkan driver (lavapipe) yourself for camera observations; --env.obs_type=state needs none"
-    exit 0
-fi
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-        SUDO=(sudo -n)
-    else
-        log "not root and no sudo: cannot install ${PACKAGES[*]}; --env.obs_type=state needs no Vulkan"
-        exit 0
-    fi
-fi
+# shellcheck source=scripts/apt_access.sh
+. "$(dirname "$0")/apt_access.sh"
+use_apt_or_stop "install Mesa >= $MIN_MESA_MAJOR's Vulkan driver (lavapipe) yourself for camera observations; --env.obs_type=state needs none"
 
 # shellcheck disable=SC1091
 . /etc/os-release

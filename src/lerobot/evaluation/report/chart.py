@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lerobot.evaluation.report.comparison import compared_tasks, task_summaries
-from lerobot.evaluation.report.markup import Markup, el
+from lerobot.evaluation.report.markup import Markup, el, svg
 from lerobot.evaluation.report.text import fmt_ci, fmt_pc
 from lerobot.evaluation.results import RunResult, Summary
 
@@ -51,18 +51,7 @@ def success_chart(runs: Sequence[RunResult], labels: Sequence[str]) -> Markup:
         y += row_height
     height = y + AXIS_HEIGHT
     legend = _legend(labels) if len(runs) > 1 else Markup("")
-    svg = el(
-        "svg",
-        _axis(height),
-        *shapes,
-        xmlns="http://www.w3.org/2000/svg",
-        viewBox=f"0 0 {CHART_WIDTH} {height}",
-        width=str(CHART_WIDTH),
-        height=str(height),
-        role="img",
-        class_="chart",
-    )
-    return Markup(legend + svg)
+    return Markup(legend + svg(_axis(height), *shapes, width=CHART_WIDTH, height=height))
 
 
 def _task_row(

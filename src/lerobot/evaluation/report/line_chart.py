@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lerobot.evaluation.report.chart import series_color
-from lerobot.evaluation.report.markup import Markup, concat, el
+from lerobot.evaluation.report.markup import Markup, concat, el, svg
 from lerobot.evaluation.report.text import fmt_ci, fmt_pc
 from lerobot.evaluation.results import StepEvaluation, SuccessCurve, TrainingCurve
 
@@ -112,16 +112,12 @@ def _best_marker(best: StepEvaluation, frame: Frame) -> Markup:
 
 
 def _svg(frame: Frame, x_title: str, shapes: Sequence[Markup], label: str) -> Markup:
-    return el(
-        "svg",
+    return svg(
         el("title", label),
         _grid(frame, x_title),
         *shapes,
-        xmlns="http://www.w3.org/2000/svg",
-        viewBox=f"0 0 {WIDTH} {HEIGHT}",
-        width=str(WIDTH),
-        height=str(HEIGHT),
-        role="img",
+        width=WIDTH,
+        height=HEIGHT,
         class_="chart line-chart",
     )
 

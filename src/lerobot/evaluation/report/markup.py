@@ -51,3 +51,18 @@ def el(tag: str, *children: Any, **attrs: Any) -> Markup:
         if value is not None
     )
     return Markup(f"<{tag}{rendered}>{concat(*children)}</{tag}>")
+
+
+def svg(*children: Any, width: float, height: float, class_: str = "chart") -> Markup:
+    """An inline SVG chart of `width` x `height` user units, drawn at that size: the attributes
+    every chart of the pages shares (namespace, viewBox, role for screen readers)."""
+    return el(
+        "svg",
+        *children,
+        xmlns="http://www.w3.org/2000/svg",
+        viewBox=f"0 0 {width} {height}",
+        width=str(width),
+        height=str(height),
+        role="img",
+        class_=class_,
+    )
