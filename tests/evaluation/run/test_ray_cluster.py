@@ -28,8 +28,10 @@ from tests.evaluation.run.ray_runs import FLAGS, N_EPISODES, journal_lines, outc
 from tests.ray_cluster import NODE_NAMES, running_cluster
 from tests.remote import free_port, serving_process
 
-# One Ray cluster at a time: with `pytest -n 2` these tests share one xdist worker.
-pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.slow]
+# One cluster at a time: with `pytest -n 2` these tests share one xdist worker. Not the "ray"
+# group's: its local Ray instances (`address="local"`) never join this cluster, and the two
+# groups' minutes then fall on both workers.
+pytestmark = [pytest.mark.xdist_group("ray_cluster"), pytest.mark.slow]
 
 N_TOTAL = 2 * N_EPISODES
 BIN = Path(sys.executable).parent
@@ -59,16 +61,18 @@ def nodes_of(out: Path) -> list[str]:
 
 
 def test_every_node_runs_units_and_results_equal_local(cluster, local_outcomes, tmp_path, monkeypatch):
+    """Driven through Ray Client (`ray://`), from outside the cluster as far as Ray knows; the
+    other tests join by the head's GCS address."""
     monkeypatch.setattr(ray_backend, "READY_BEFORE_DISPATCH", 3)  # every node's worker takes work
     out = tmp_path / "run"
 
-    assert main([*cluster_flags(cluster.address, 3), f"--output_dir={out}"]) == 0
+    assert main([*cluster_flags(cluster.client_address, 3), f"--output_dir={out}"]) == 0
 
     assert outcomes_in(out) == local_outcomes
     nodes = nodes_of(out)
     assert len(nodes) == N_TOTAL and len(set(nodes)) == 3  # each episode once; every node ran some
     ray_block = json.loads((out / "eval_info.json").read_text())["provenance"]["ray"]
-    assert ray_block["address"] == cluster.address and ray_block["lost_nodes"] == []
+    assert ray_block["address"] == cluster.client_address and ray_block["lost_nodes"] == []
     listed = {node["node_id"]: node for node in ray_block["nodes"]}
     assert set(listed) == set(nodes)
     assert {node_id: listed[node_id]["n_episodes"] for node_id in listed} == {
@@ -199,14 +203,6 @@ def test_workers_share_one_policy_server(cluster, tmp_path, monkeypatch):
     stopped = [line for line in log.read_text().splitlines() if "policy server stopped" in line]
     most_clients = int(stopped[-1].split("up to ")[1].split()[0])
     assert most_clients >= 2, stopped  # requests of several workers went through one policy call
-
-
-def test_ray_client_address(cluster, local_outcomes, tmp_path):
-    """`--eval.ray_address=ray://...`: the driver drives the cluster through Ray Client."""
-    out = tmp_path / "run"
-    assert main([*cluster_flags(cluster.client_address, 3), f"--output_dir={out}"]) == 0
-    assert outcomes_in(out) == local_outcomes
-    assert len(nodes_of(out)) == N_TOTAL
 
 
 @pytest.mark.parametrize("install", ["other_code", "no_lerobot"])
