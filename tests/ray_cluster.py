@@ -67,9 +67,29 @@ class LocalRayCluster:
         return f"ray://127.0.0.1:{self.client_port}"
 
     def start(self, names: Sequence[str] = NODE_NAMES) -> None:
-        """Start the head (`names[0]`), then the others; return once all are in the cluster."""
+        """Start the head (`names[0]`), then the others; return once all are in the cluster and
+        its Ray Client server takes connections."""
         for name in names:
             self.add_node(name)
+        self.wait_for_ray_client()
+
+    def wait_for_ray_client(self, timeout_s: float = NODE_START_TIMEOUT_S) -> None:
+        """Until a Ray Client connection succeeds (from another process): the head's client
+        server refuses the first ones while its runtime-env agent is still starting."""
+        probe = f"import ray; ray.init({self.client_address!r}); ray.shutdown()"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            done = subprocess.run(
+                [sys.executable, "-c", probe],
+                env=node_environment({}),
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+            if done.returncode == 0:
+                return
+            time.sleep(2.0)
+        raise TimeoutError(f"the head's Ray Client server did not take a connection in {timeout_s:g} s")
 
     def add_node(self, name: str, env: Mapping[str, str] = {}, python: Path | None = None) -> None:
         """Start one more node (the head if it is the first) and wait until it is in the cluster.

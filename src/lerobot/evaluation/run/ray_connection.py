@@ -76,7 +76,13 @@ def connect(eval_cfg: EvalConfig) -> bool:
     # ray.init replaces the SIGTERM handler with sys.exit; keep lerobot-eval's, which stops the
     # run cleanly and writes the partial results.
     sigterm_handler = signal.getsignal(signal.SIGTERM)
-    ray.init(address=address, logging_level=logging.WARNING, **local)
+    try:
+        ray.init(address=address, logging_level=logging.WARNING, **local)
+    except BaseException:
+        # A Ray Client init that fails part-way leaves this process's Ray half set up, and
+        # every later ray.init in it (a notebook, tests) fails on an assertion: reset it.
+        ray.shutdown()
+        raise
     if threading.current_thread() is threading.main_thread() and sigterm_handler is not None:
         signal.signal(signal.SIGTERM, sigterm_handler)
     return True
